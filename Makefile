@@ -1,0 +1,25 @@
+# petstore: `make test` is what CI runs. Standard library only.
+GO ?= go
+
+.PHONY: run build test cover fmt-check vet
+
+run:
+	$(GO) run .
+
+build:
+	$(GO) build -o petstore .
+
+# gofmt and vet checks, then every test (seed corpus of the fuzz test
+# included) under the race detector.
+test: fmt-check vet
+	$(GO) test -race -count=1 ./...
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+cover:
+	$(GO) test -count=1 -coverprofile=cover.out ./...
+	$(GO) tool cover -func=cover.out | tail -n 1

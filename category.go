@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds from decisions.md, "Category rules".
+const (
+	maxNameLen        = 100  // code points, after trimming
+	maxDescriptionLen = 1000 // code points
+)
+
+// NewCategory is the request body of createCategory, validated: Name is
+// trimmed, within bounds and free of control characters.
+type NewCategory struct {
+	Name           string
+	Description    string
+	HasDescription bool // an absent description stays absent in answers
+}
+
+// Category is a stored category.
+type Category struct {
+	ID             int64
+	Name           string
+	Description    string
+	HasDescription bool
+}
+
+// appendJSON appends c as the Category JSON object the API serves.
+func (c Category) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = strconv.AppendInt(dst, c.ID, 10)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, c.Name)
+	if c.HasDescription {
+		dst = append(dst, `,"description":`...)
+		dst = appendJSONString(dst, c.Description)
+	}
+	return append(dst, '}')
+}
+
+// problem is one thing wrong with a request body.
+type problem struct {
+	code    string
+	message string
+}
+
+// problemCodeOrder decides the code of an answer that reports several
+// problems: an unknown member usually explains a "missing" one (a typo such
+// as "Name"), so it comes first.
+var problemCodeOrder = []string{codeUnknownField, codeMissingField, codeInvalidField}
+
+// problemsError folds every problem into one *apiError whose message names
+// each of them.
+func problemsError(problems []problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	code := problems[0].code
+	for _, c := range problemCodeOrder {
+		if hasProblem(problems, c) {
+			code = c
+			break
+		}
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.message
+	}
+	return errorf(code, strings.Join(msgs, "; "))
+}
+
+func hasProblem(problems []problem, code string) bool {
+	for _, p := range problems {
+		if p.code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// parseNewCategory turns the members of a request body into a NewCategory,
+// or an error that names every bad member.
+func parseNewCategory(members []member) (NewCategory, error) {
+	var (
+		nc                      NewCategory
+		problems                []problem
+		nameValue, descValue    []byte
+		sawName, sawDescription bool
+	)
+	for _, m := range members {
+		switch m.name {
+		case "name", "description":
+			seen := &sawName
+			if m.name == "description" {
+				seen = &sawDescription
+			}
+			if *seen {
+				return nc, errorf(codeInvalidJSON, fmt.Sprintf("request body has member %q more than once", m.name))
+			}
+			*seen = true
+			if m.name == "name" {
+				nameValue = m.value
+			} else {
+				descValue = m.value
+			}
+		default:
+			problems = append(problems, problem{codeUnknownField, unknownFieldMessage(m.name)})
+		}
+	}
+
+	switch {
+	case nameValue == nil || jsonKind(nameValue) == "null":
+		problems = append(problems, problem{codeMissingField, "name is required"})
+	case jsonKind(nameValue) != "string":
+		problems = append(problems, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
+	default:
+		name, err := jsonString(nameValue)
+		if err != nil {
+			return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
+		}
+		nc.Name = strings.TrimSpace(name)
+		if msg := checkName(nc.Name); msg != "" {
+			problems = append(problems, problem{codeInvalidField, msg})
+		}
+	}
+
+	if descValue != nil {
+		if kind := jsonKind(descValue); kind != "string" {
+			problems = append(problems, problem{codeInvalidField, "description must be a string, got " + kind})
+		} else {
+			desc, err := jsonString(descValue)
+			if err != nil {
+				return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
+			}
+			if n := utf8.RuneCountInString(desc); n > maxDescriptionLen {
+				problems = append(problems, problem{codeInvalidField,
+					fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)})
+			}
+			nc.Description, nc.HasDescription = desc, true
+		}
+	}
+	return nc, problemsError(problems)
+}
+
+// checkName returns what is wrong with a trimmed name, or "".
+func checkName(name string) string {
+	n := utf8.RuneCountInString(name)
+	switch {
+	case n == 0:
+		return "name must not be empty or only white space"
+	case n > maxNameLen:
+		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", maxNameLen, n)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "name must not contain control characters"
+	}
+	return ""
+}
+
+func unknownFieldMessage(name string) string {
+	const maxShown = 64
+	shown := name
+	if utf8.RuneCountInString(shown) > maxShown {
+		shown = string([]rune(shown)[:maxShown]) + "…"
+	}
+	msg := fmt.Sprintf("unknown field %q", shown)
+	switch {
+	case name == "id":
+		msg += ": ids are assigned by the service"
+	case strings.EqualFold(name, "name"), strings.EqualFold(name, "description"):
+		msg += ": member names are case-sensitive, did you mean " + strconv.Quote(strings.ToLower(name)) + "?"
+	}
+	return msg
+}
+
+// foldName returns the key under which name is unique: two names that
+// strings.EqualFold considers equal have the same key.
+func foldName(name string) string {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(name)
+	}
+	// Map every rune to one representative of its simple-folding orbit (the
+	// equivalence strings.EqualFold uses): the lower case of its smallest
+	// member, which agrees with the ASCII path above.
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return unicode.ToLower(least)
+	}, name)
+}

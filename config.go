@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// config is the service's configuration, read from the environment
+// (decisions.md, "Running and configuration").
+type config struct {
+	addr         string
+	keys         []string // never logged
+	generatedKey bool     // keys holds one key made up at start
+	dataPath     string
+	pets         deprecation
+}
+
+// loadConfig reads the configuration through getenv. Every error names the
+// variable at fault and never quotes a key.
+func loadConfig(getenv func(string) string) (config, error) {
+	cfg := config{
+		addr:     getenvOr(getenv, "PETSTORE_ADDR", ":8080"),
+		dataPath: getenvOr(getenv, "PETSTORE_DATA", "petstore.jsonl"),
+	}
+	var err error
+	if cfg.pets.at, err = parseInstant(getenv, "PETSTORE_PETS_DEPRECATED", "2026-01-01T00:00:00Z"); err != nil {
+		return cfg, err
+	}
+	if cfg.pets.sunset, err = parseInstant(getenv, "PETSTORE_PETS_SUNSET", "2027-01-01T00:00:00Z"); err != nil {
+		return cfg, err
+	}
+	if cfg.pets.sunset.Before(cfg.pets.at) {
+		return cfg, fmt.Errorf("PETSTORE_PETS_SUNSET (%s) must not be before PETSTORE_PETS_DEPRECATED (%s)",
+			cfg.pets.sunset.Format(time.RFC3339), cfg.pets.at.Format(time.RFC3339))
+	}
+
+	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
+		keys, err := checkKeys("PETSTORE_API_KEYS", strings.Split(v, ","))
+		if err != nil {
+			return cfg, err
+		}
+		cfg.keys = append(cfg.keys, keys...)
+	}
+	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
+		keys, err := readKeyFile(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.keys = append(cfg.keys, keys...)
+	}
+	if len(cfg.keys) == 0 {
+		key, err := generateKey()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.keys, cfg.generatedKey = []string{key}, true
+	}
+	return cfg, nil
+}
+
+func getenvOr(getenv func(string) string, name, fallback string) string {
+	if v, set := lookup(getenv, name); set {
+		return v
+	}
+	return fallback
+}
+
+// lookup treats an empty variable as unset.
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := strings.TrimSpace(getenv(name))
+	return v, v != ""
+}
+
+func parseInstant(getenv func(string) string, name, fallback string) (time.Time, error) {
+	v := getenvOr(getenv, name, fallback)
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return t, fmt.Errorf("%s: %q is not an RFC 3339 instant such as %s", name, v, fallback)
+	}
+	return t, nil
+}
+
+// checkKeys trims the keys, drops blank ones, and checks that each can be
+// sent as a bearer token (RFC 6750 b64token). It reports keys by position.
+func checkKeys(source string, raw []string) ([]string, error) {
+	var keys []string
+	for i, k := range raw {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if !isBearerToken(k) {
+			return nil, fmt.Errorf("%s: key %d has characters a bearer token cannot carry (allowed: letters, digits and -._~+/ with = at the end)", source, i+1)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s is set but holds no key", source)
+	}
+	return keys, nil
+}
+
+func isBearerToken(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// readKeyFile reads one key per line; blank lines and # comments are skipped.
+func readKeyFile(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") {
+			line = ""
+		}
+		lines = append(lines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %s: %w", path, err)
+	}
+	return checkKeys("PETSTORE_API_KEYS_FILE "+path, lines)
+}
+
+// generateKey makes a random key: 32 bytes, base64url without padding.
+func generateKey() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generating an API key: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// Error codes: the machine-readable "code" of the Error body. statusOf maps
+// each one to its HTTP status; it is the only place that does.
+const (
+	codeInvalidJSON          = "invalid_json"
+	codeMissingField         = "missing_field"
+	codeInvalidField         = "invalid_field"
+	codeUnknownField         = "unknown_field"
+	codeInvalidParameter     = "invalid_parameter"
+	codeUnauthorized         = "unauthorized"
+	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeConflict             = "conflict"
+	codeGone                 = "gone"
+	codePayloadTooLarge      = "payload_too_large"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeInternal             = "internal"
+	codeNotImplemented       = "not_implemented"
+)
+
+var statusOf = map[string]int{
+	codeInvalidJSON:          http.StatusBadRequest,
+	codeMissingField:         http.StatusBadRequest,
+	codeInvalidField:         http.StatusBadRequest,
+	codeUnknownField:         http.StatusBadRequest,
+	codeInvalidParameter:     http.StatusBadRequest,
+	codeUnauthorized:         http.StatusUnauthorized,
+	codeNotFound:             http.StatusNotFound,
+	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	codeConflict:             http.StatusConflict,
+	codeGone:                 http.StatusGone,
+	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	codeInternal:             http.StatusInternalServerError,
+	codeNotImplemented:       http.StatusNotImplemented,
+}
+
+// apiError is an error meant for the client: its code and message become the
+// Error body. Anything that is not an *apiError is answered as a 500 whose
+// detail is logged and never sent.
+type apiError struct {
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func errorf(code, message string) *apiError { return &apiError{code: code, message: message} }
+
+// writeError answers with the Error body for err. The error itself, whatever
+// it is, goes to the access log line of the request.
+func writeError(w http.ResponseWriter, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = &apiError{code: codeInternal, message: "internal error; the request id identifies it in the service log"}
+	}
+	if rec, ok := w.(*accessRecorder); ok {
+		rec.err = err
+	}
+	status := statusOf[ae.code]
+	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))
+}
+
+func appendErrorBody(dst []byte, code, message string, status int) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = appendJSONString(dst, code)
+	dst = append(dst, `,"message":`...)
+	dst = appendJSONString(dst, message)
+	dst = append(dst, `,"status":`...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	return append(dst, '}')
+}
+
+// Header values shared by every response; net/http never modifies them.
+var (
+	jsonContentType = []string{"application/json"}
+)
+
+// writeJSON writes body, which is already encoded JSON, with its headers.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	w.Write(body)
+}

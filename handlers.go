@@ -1,0 +1,114 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+var (
+	listCacheControl = []string{"private, no-cache"}
+	listClose        = []byte{']'}
+)
+
+// handleCategoryList handles "GET /v1/categories": every category, sorted
+// by id, served from the store's encoded snapshot, with an ETag.
+func handleCategoryList(store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list, etag := store.List()
+		h := w.Header()
+		h["Etag"] = etag
+		h["Cache-Control"] = listCacheControl
+		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h["Content-Type"] = jsonContentType
+		h["Content-Length"] = []string{strconv.Itoa(len(list) + len(listClose))}
+		w.WriteHeader(http.StatusOK)
+		w.Write(list)
+		w.Write(listClose)
+	})
+}
+
+// etagMatches reports whether an If-None-Match value matches etag, by the
+// weak comparison RFC 9110 section 13.1.2 prescribes for it.
+func etagMatches(ifNoneMatch, etag string) bool {
+	for _, candidate := range strings.Split(ifNoneMatch, ",") {
+		candidate = strings.TrimSpace(candidate)
+		if candidate == "*" || strings.TrimPrefix(candidate, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// handleCategoryCreate handles "POST /v1/categories".
+func handleCategoryCreate(store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		members, err := decodeJSONObject(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		nc, err := parseNewCategory(members)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		c, body, err := store.Create(nc)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header()["Location"] = []string{"/v1/categories/" + strconv.FormatInt(c.ID, 10)}
+		writeJSON(w, http.StatusCreated, body)
+	})
+}
+
+// handleCategoryGet handles "GET /v1/categories/{id}".
+func handleCategoryGet(store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := r.PathValue("id")
+		id, ok := parseID(raw)
+		if !ok {
+			writeError(w, errorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got "+strconv.Quote(truncate(raw, 40))))
+			return
+		}
+		body, ok := store.Get(id)
+		if !ok {
+			writeError(w, errorf(codeNotFound, "no category with id "+raw))
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+}
+
+// handleNotImplemented answers 501 for the operations that the specification
+// names without giving their shape.
+func handleNotImplemented(operation string) http.Handler {
+	err := errorf(codeNotImplemented, operation+" is named by the specification, but its shape is not published; it is not implemented")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, err)
+	})
+}
+
+// handleHealth handles "GET /healthz". It fails once the journal has failed,
+// so that a supervisor restarts the service.
+func handleHealth(store *Store) http.Handler {
+	ok := []byte(`{"status":"ok"}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := store.Failed(); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ok)
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

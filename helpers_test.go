@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Keys the test servers accept. They are test values, safe to print.
+const (
+	testKey  = "test-key-one"
+	testKey2 = "test-key-two"
+)
+
+// testEnv is a real handler over a memory store, with the clock and extra
+// routes a test may want.
+type testEnv struct {
+	handler http.Handler
+	store   *Store
+	logs    *bytes.Buffer
+	now     time.Time
+}
+
+type testOption func(*deps, *[]route)
+
+// withNow fixes the clock the handler sees.
+func withNow(now time.Time) testOption {
+	return func(d *deps, _ *[]route) { d.now = func() time.Time { return now } }
+}
+
+// withRoute adds a route that only the test registers.
+func withRoute(rt route) testOption {
+	return func(_ *deps, table *[]route) { *table = append(*table, rt) }
+}
+
+// withStore serves from store instead of a new memory store.
+func withStore(s *Store) testOption {
+	return func(d *deps, _ *[]route) { d.store = s }
+}
+
+// newTestEnv builds the service handler exactly as run does, over a memory
+// store, accepting testKey and testKey2.
+func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	cfg, err := loadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	d := deps{
+		store: newMemoryStore(),
+		keys:  newKeySet([]string{testKey, testKey2}),
+		log:   slog.New(slog.NewJSONHandler(logs, nil)),
+		now:   time.Now,
+		pets:  cfg.pets,
+	}
+	var extra []route
+	for _, opt := range opts {
+		opt(&d, &extra)
+	}
+	table := append(routes(d), extra...)
+	return &testEnv{handler: newHandler(table, d), store: d.store, logs: logs}
+}
+
+// request is one request to send through the handler.
+type request struct {
+	method, path, body string
+	header             map[string]string // nil: authorised JSON request
+}
+
+// authJSON is the header set of an ordinary authorised JSON request.
+func authJSON() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + testKey, "Content-Type": "application/json"}
+}
+
+// do sends req through the real handler and returns the recorded answer.
+func (e *testEnv) do(t testing.TB, req request) *httptest.ResponseRecorder {
+	t.Helper()
+	var body io.Reader
+	if req.body != "" {
+		body = strings.NewReader(req.body)
+	}
+	r := httptest.NewRequest(req.method, req.path, body)
+	header := req.header
+	if header == nil {
+		header = authJSON()
+	}
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, r)
+	return rec
+}
+
+// errorBody is the Error body of the API.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Status  int    `json:"status"`
+}
+
+// mustError checks that rec is an Error answer with the given status and
+// code: JSON content type, exactly the three members, status matching.
+func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) errorBody {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status: got %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(rec.Body.Bytes(), &members); err != nil {
+		t.Fatalf("error body is not a JSON object: %v; body %s", err, rec.Body)
+	}
+	if len(members) != 3 {
+		t.Errorf("error body has %d members, want exactly code, message, status: %s", len(members), rec.Body)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
+		t.Fatalf("error body: %v", err)
+	}
+	if eb.Status != status {
+		t.Errorf("body status: got %d, want %d", eb.Status, status)
+	}
+	if eb.Code != code {
+		t.Errorf("code: got %q, want %q; message %q", eb.Code, code, eb.Message)
+	}
+	if eb.Message == "" {
+		t.Errorf("message is empty")
+	}
+	return eb
+}
+
+// categoryBody is a Category as a client decodes it.
+type categoryBody struct {
+	ID          int64   `json:"id"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+}
+
+// mustCreate creates a category named name and returns it.
+func (e *testEnv) mustCreate(t testing.TB, name string) categoryBody {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"name": name})
+	rec := e.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create %q: got %d, want 201; body %s", name, rec.Code, rec.Body)
+	}
+	var c categoryBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
+		t.Fatalf("create %q: %v", name, err)
+	}
+	return c
+}
+
+// mustList lists the categories.
+func (e *testEnv) mustList(t testing.TB) []categoryBody {
+	t.Helper()
+	rec := e.do(t, request{method: "GET", path: "/v1/categories"})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("list: got %d, want 200; body %s", rec.Code, rec.Body)
+	}
+	var list []categoryBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatalf("list: %v; body %s", err, rec.Body)
+	}
+	return list
+}

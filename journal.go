@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
+)
+
+// The journal is a JSON Lines file: a header line that names the format and
+// its version, then one line per category holding the Category JSON exactly
+// as the API serves it. It is only ever appended to, so copying it while the
+// service runs gives a consistent prefix.
+const journalHeader = `{"format":"petstore-categories","version":1}`
+
+// memoryPath is the PETSTORE_DATA value that keeps data in memory only.
+const memoryPath = ":memory:"
+
+// journal is the open, locked journal file of a Store.
+type journal struct {
+	f      *os.File
+	path   string
+	size   int64 // length of the good, fsynced prefix
+	broken bool  // a failed write could not be undone: nothing more may be appended
+}
+
+// openStore opens the store kept in the journal at path, replaying it, or a
+// memory-only store for ":memory:". It takes the journal's lock: a second
+// process opening the same path fails.
+func openStore(path string, log *slog.Logger) (*Store, error) {
+	s := newMemoryStore()
+	if path == memoryPath {
+		return s, nil
+	}
+	j, data, err := openJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.replay(j, data, log); err != nil {
+		j.close()
+		return nil, err
+	}
+	s.journal = j
+	s.queue = make(chan *createRequest, maxBatch)
+	s.writerEnd = make(chan struct{})
+	go s.writeLoop()
+	return s, nil
+}
+
+func openJournal(path string) (*journal, []byte, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, os.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil, fmt.Errorf("%s is in use by another petstore process", path)
+		}
+		return nil, nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	j := &journal{f: f, path: path}
+	if created {
+		if err := syncDir(dir); err != nil {
+			j.close()
+			return nil, nil, err
+		}
+	}
+	data, err := readAll(f)
+	if err != nil {
+		j.close()
+		return nil, nil, err
+	}
+	return j, data, nil
+}
+
+func readAll(f *os.File) ([]byte, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, info.Size())
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, info.Size()), data); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	return data, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// replay loads the journal's records into the empty store s. A torn last line
+// (a write cut short by a crash) is set aside in path+".torn" and cut off;
+// damage anywhere else stops the replay with the line number.
+func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
+	lines := bytes.Count(data, []byte{'\n'})
+	s.names = make(map[string]struct{}, lines)
+	s.items = make([]item, 0, lines)
+	s.list = make([]byte, 1, len(data)+1)
+	s.list[0] = '['
+
+	lineNo, offset := 0, 0
+	for offset < len(data) {
+		lineNo++
+		line, rest, complete := bytes.Cut(data[offset:], []byte{'\n'})
+		var err error
+		if lineNo == 1 {
+			err = checkJournalHeader(line)
+		} else {
+			err = s.replayRecord(line)
+		}
+		if err != nil {
+			if !isTorn(line, complete, lineNo, len(rest) == 0) {
+				return fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
+			}
+			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
+				return err
+			}
+			break
+		}
+		offset += len(line) + 1
+		j.size = int64(offset)
+	}
+	if j.size == 0 {
+		if err := j.append([]byte(journalHeader + "\n")); err != nil {
+			return fmt.Errorf("writing the header of %s: %w", j.path, err)
+		}
+	}
+	s.publish()
+	return nil
+}
+
+// isTorn reports whether a line that failed to parse is what a crash leaves
+// when it cuts a write short: the last line, without its newline or with a
+// block of zeros where data was due. A first line must also be a prefix of
+// the header, so a file that is not a journal is never cut.
+func isTorn(line []byte, complete bool, lineNo int, last bool) bool {
+	if lineNo == 1 {
+		return !complete && bytes.HasPrefix([]byte(journalHeader), line)
+	}
+	return last && (!complete || bytes.IndexByte(line, 0) >= 0)
+}
+
+// dropTornTail sets aside tail, the torn last line that starts at offset, in
+// path+".torn", then truncates the journal to offset.
+func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.Logger) error {
+	tornPath := j.path + ".torn"
+	tf, err := os.OpenFile(tornPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = tf.Write(tail)
+	if err == nil {
+		err = tf.Sync()
+	}
+	if cerr := tf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("saving the torn end of %s: %w", j.path, err)
+	}
+	if err := j.f.Truncate(offset); err != nil {
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		return err
+	}
+	log.Warn("journal: dropped a torn last line, left by a write that a crash cut short; it was never acknowledged",
+		"path", j.path, "line", lineNo, "bytes", len(tail), "saved_to", tornPath)
+	j.size = offset
+	return nil
+}
+
+func checkJournalHeader(line []byte) error {
+	if string(line) == journalHeader {
+		return nil
+	}
+	var h struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil || h.Format != "petstore-categories" {
+		return errors.New("not a petstore journal: the first line is not its header")
+	}
+	return fmt.Errorf("journal format version %d is not supported by this petstore (it reads version 1)", h.Version)
+}
+
+// replayRecord checks one record line and adds its category to s.
+func (s *Store) replayRecord(line []byte) error {
+	if !json.Valid(line) || !utf8.Valid(line) {
+		return errors.New("not a valid JSON record")
+	}
+	members, err := objectMembers(line, make([]member, 0, 3))
+	if err != nil {
+		return errors.New("not a JSON object")
+	}
+	var c Category
+	var sawID, sawName bool
+	for _, m := range members {
+		switch {
+		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
+			id, ok := parseID(string(m.value))
+			if !ok {
+				return fmt.Errorf("id %s is not a positive integer", m.value)
+			}
+			c.ID, sawID = id, true
+		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
+			c.Name, err = jsonString(m.value)
+			sawName = err == nil && c.Name != ""
+		case m.name == "description" && !c.HasDescription && jsonKind(m.value) == "string":
+			c.Description, err = jsonString(m.value)
+			c.HasDescription = err == nil
+		default:
+			return fmt.Errorf("unexpected member %q", m.name)
+		}
+	}
+	if !sawID || !sawName {
+		return errors.New("record lacks an id or a name")
+	}
+	if c.ID <= s.lastID() {
+		return fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
+	}
+	key := foldName(c.Name)
+	if _, dup := s.names[key]; dup {
+		return fmt.Errorf("name %q appears twice", c.Name)
+	}
+	s.add(key, c)
+	return nil
+}
+
+// append writes records (whole lines) and fsyncs them. If that fails it cuts
+// the file back to its last good length; if even that fails, or fsync itself
+// failed (the kernel may have dropped the data it reported lost), the
+// journal is marked broken and takes no more writes.
+func (j *journal) append(records []byte) error {
+	if j.broken {
+		return errors.New("journal is broken")
+	}
+	n, err := j.f.Write(records)
+	if err == nil {
+		if err = j.f.Sync(); err != nil {
+			j.broken = true
+		}
+	}
+	if err != nil {
+		if terr := j.f.Truncate(j.size); terr != nil {
+			j.broken = true
+		}
+		return fmt.Errorf("appending to %s: %w", j.path, err)
+	}
+	j.size += int64(n)
+	return nil
+}
+
+func (j *journal) close() error {
+	return j.f.Close()
+}
+
+// parseID parses a canonical positive decimal int64: "1", not "+1", "01",
+// "-1" or "1.0".
+func parseID(s string) (int64, bool) {
+	if s == "" || s[0] < '1' || s[0] > '9' || len(s) > 19 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil
+}

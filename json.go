@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// This file holds the small amount of JSON handling petstore does by hand:
+// writing strings exactly as encoding/json would (so cached answers need no
+// reflection), and walking the members of an already validated top-level
+// object (encoding/json matches member names case-insensitively, and the
+// decisions require exact names, duplicates caught and every problem named).
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, byte for byte as json.Marshal
+// writes it: HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 replaced.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// member is one name/value pair of a JSON object; value is the raw JSON text.
+type member struct {
+	name  string
+	value []byte
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// objectMembers returns the members of the JSON object in data, in order.
+// data must already be known to be one valid JSON value (json.Valid); if that
+// value is not an object it returns errNotObject.
+func objectMembers(data []byte, buf []member) ([]member, error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return buf, errNotObject
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		end, escaped := scanString(data, i)
+		name := string(data[i+1 : end-1])
+		if escaped {
+			if err := json.Unmarshal(data[i:end], &name); err != nil {
+				return buf, err
+			}
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // ':'
+		end = scanValue(data, i)
+		buf = append(buf, member{name: name, value: data[i:end]})
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return buf, nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scanString returns the index just past the string that opens at data[i]
+// and whether it holds any escape.
+func scanString(data []byte, i int) (end int, escaped bool) {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			return i + 1, escaped
+		}
+	}
+	return len(data), escaped
+}
+
+// scanValue returns the index just past the value that starts at data[i].
+func scanValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		end, _ := scanString(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i, _ = scanString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// jsonString decodes the raw JSON value v, which must be a string.
+func jsonString(v []byte) (string, error) {
+	for _, b := range v[1 : len(v)-1] {
+		if b == '\\' {
+			var s string
+			err := json.Unmarshal(v, &s)
+			return s, err
+		}
+	}
+	return string(v[1 : len(v)-1]), nil
+}
+
+// jsonKind names the JSON type of the raw value v, for messages.
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}

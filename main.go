@@ -1,0 +1,110 @@
+// Command petstore serves the Pet Catalogue API: the categories pets are
+// classified by, listed and created over HTTP with a bearer API key.
+// Configuration comes from PETSTORE_* environment variables; see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "petstore:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// shutdownGrace bounds how long in-flight requests may take once a stop
+// signal arrives.
+const shutdownGrace = 10 * time.Second
+
+const usage = `petstore serves the Pet Catalogue API. It takes no arguments; it is configured
+through the environment:
+
+  PETSTORE_ADDR             listen address (default :8080)
+  PETSTORE_API_KEYS         comma-separated accepted API keys
+  PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed)
+  PETSTORE_DATA             journal file, or :memory: (default petstore.jsonl)
+  PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
+  PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
+
+With no key configured, a random key is generated and printed once.
+`
+
+// run starts the service and serves until ctx is done, then shuts down
+// gracefully. It reads configuration only through getenv.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 {
+		if args[1] == "-h" || args[1] == "-help" || args[1] == "--help" {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+		return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[1])
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	store, err := openStore(cfg.dataPath, log)
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("PETSTORE_ADDR: %w", err)
+	}
+	d := deps{store: store, keys: newKeySet(cfg.keys), log: log, now: time.Now, pets: cfg.pets}
+	srv := &http.Server{
+		Handler:           newHandler(routes(d), d),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", store.Len(), "api_keys", len(cfg.keys))
+	if cfg.generatedKey {
+		// Printed once, outside the JSON log, so that `go run .` just works.
+		fmt.Fprintf(stderr, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", shutdownGrace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("closing the journal: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// route is one operation of the API. The route table is the single source of
+// truth: the mux registration, the auth wrapping, the deprecation headers,
+// the 405 answers and the OpenAPI document are all derived from it.
+type route struct {
+	method      string // GET routes answer HEAD too
+	path        string // ServeMux path pattern
+	operationID string // names the operation in the OpenAPI document
+	handler     http.Handler
+	public      bool         // no API key needed
+	deprecation *deprecation // nil: not deprecated
+	stability   string       // "experimental", "beta" or ""
+}
+
+// deprecation says when a route was deprecated (RFC 9745) and when it goes
+// away (RFC 8594).
+type deprecation struct {
+	at, sunset time.Time
+}
+
+// deps is what the routes need.
+type deps struct {
+	store *Store
+	keys  *keySet
+	log   *slog.Logger
+	now   func() time.Time
+	pets  deprecation // of GET /v1/pets/{petId}
+}
+
+// routes lists the whole API.
+func routes(d deps) []route {
+	pets := d.pets
+	return []route{
+		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
+		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store)},
+		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
+		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &pets},
+		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
+		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
+	}
+}
+
+// newHandler builds the service's handler from a route table. Middleware
+// runs in this order: log (with request id) → recover → path check → mux →
+// per route: deprecation headers → auth → sunset gate → handler.
+func newHandler(table []route, d deps) http.Handler {
+	mux := http.NewServeMux()
+	methods := map[string][]string{} // path → methods, for 405 answers
+	var paths []string
+	for _, rt := range table {
+		h := rt.handler
+		if rt.deprecation != nil {
+			h = sunsetGate(*rt.deprecation, d.now, h)
+		}
+		if !rt.public {
+			h = requireKey(d.keys, h)
+		}
+		if rt.deprecation != nil {
+			h = deprecationHeaders(*rt.deprecation, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
+		if _, seen := methods[rt.path]; !seen {
+			paths = append(paths, rt.path)
+		}
+		methods[rt.path] = append(methods[rt.path], rt.method)
+		if rt.method == "GET" {
+			methods[rt.path] = append(methods[rt.path], "HEAD")
+		}
+	}
+	// A pattern without a method is less specific than the same one with a
+	// method, so these catch only the methods a path does not have.
+	for _, p := range paths {
+		mux.Handle(p, methodNotAllowed(methods[p]))
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(codeNotFound, "no such path: "+truncate(r.URL.Path, 200)))
+	}))
+	return logRequests(d.log, recoverPanics(d.log, requireCleanPath(mux)))
+}
+
+func methodNotAllowed(methods []string) http.Handler {
+	methods = slices.Clone(methods)
+	slices.Sort(methods)
+	allow := []string{strings.Join(methods, ", ")}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Allow"] = allow
+		writeError(w, errorf(codeMethodNotAllowed, "method "+truncate(r.Method, 20)+" is not allowed here; allowed: "+allow[0]))
+	})
+}
+
+// deprecationHeaders adds Deprecation and Sunset to every answer of a route.
+func deprecationHeaders(dep deprecation, next http.Handler) http.Handler {
+	deprecated := []string{"@" + strconv.FormatInt(dep.at.Unix(), 10)}
+	sunset := []string{dep.sunset.UTC().Format(http.TimeFormat)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Deprecation"] = deprecated
+		h["Sunset"] = sunset
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sunsetGate answers 410 once the route's sunset instant has passed.
+func sunsetGate(dep deprecation, now func() time.Time, next http.Handler) http.Handler {
+	gone := errorf(codeGone, "this operation was withdrawn at its sunset, "+dep.sunset.UTC().Format(time.RFC3339))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !now().Before(dep.sunset) {
+			writeError(w, gone)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
