@@ -39,6 +39,11 @@ func withRoute(rt route) testOption {
 	return func(_ *deps, table *[]route) { *table = append(*table, rt) }
 }
 
+// withLogTo sends the access log to w instead of testEnv.logs.
+func withLogTo(w io.Writer) testOption {
+	return func(d *deps, _ *[]route) { d.log = slog.New(slog.NewJSONHandler(w, nil)) }
+}
+
 // withStore serves from store instead of a new memory store.
 func withStore(s *Store) testOption {
 	return func(d *deps, _ *[]route) { d.store = s }

@@ -29,6 +29,7 @@ type journal struct {
 	path   string
 	size   int64 // length of the good, fsynced prefix
 	broken bool  // a failed write could not be undone: nothing more may be appended
+	syncs  int   // fsyncs of appends, for tests of group commit
 }
 
 // openStore opens the store kept in the journal at path, replaying it, or a
@@ -123,9 +124,14 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		lineNo++
 		line, rest, complete := bytes.Cut(data[offset:], []byte{'\n'})
 		var err error
-		if lineNo == 1 {
+		switch {
+		case !complete && isTorn(line, complete, lineNo, true):
+			// Even a record that parses is dropped without its newline: its
+			// write never finished, so it was never acknowledged.
+			err = errors.New("torn")
+		case lineNo == 1:
 			err = checkJournalHeader(line)
-		} else {
+		default:
 			err = s.replayRecord(line)
 		}
 		if err != nil {
@@ -268,6 +274,7 @@ func (j *journal) append(records []byte) error {
 		return fmt.Errorf("appending to %s: %w", j.path, err)
 	}
 	j.size += int64(n)
+	j.syncs++
 	return nil
 }
 

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
+
+// openTestStore opens a journaled store in a new temp dir and closes it at
+// the end of the test.
+func openTestStore(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := openStore(path, discardLogger())
+	if err != nil {
+		t.Fatalf("openStore(%s): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustStoreCreate(t *testing.T, s *Store, name string) Category {
+	t.Helper()
+	c, _, err := s.Create(NewCategory{Name: name})
+	if err != nil {
+		t.Fatalf("Create(%q): %v", name, err)
+	}
+	return c
+}
+
+func listString(s *Store) string {
+	list, _ := s.List()
+	return string(list) + "]"
+}
+
+func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "dir", "cats.jsonl")
+	s := openTestStore(t, path)
+	mustStoreCreate(t, s, "dog")
+	if _, _, err := s.Create(NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustStoreCreate(t, s, "Rabbit")
+	before := listString(s)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("journal permissions: got %o, want 600", perm)
+	}
+	dirInfo, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := dirInfo.Mode().Perm(); perm != 0o700 {
+		t.Errorf("created directory permissions: got %o, want 700", perm)
+	}
+	data, _ := os.ReadFile(path)
+	if first, _, _ := strings.Cut(string(data), "\n"); first != journalHeader {
+		t.Errorf("first line: got %q, want the header %q", first, journalHeader)
+	}
+
+	s2 := openTestStore(t, path)
+	if got := listString(s2); got != before {
+		t.Errorf("after reopen: got %s, want %s", got, before)
+	}
+	if c := mustStoreCreate(t, s2, "hamster"); c.ID != 4 {
+		t.Errorf("next id after reopen: got %d, want 4", c.ID)
+	}
+	if _, _, err := s2.Create(NewCategory{Name: "DOG"}); err == nil {
+		t.Errorf("uniqueness after reopen: creating DOG succeeded, want a conflict")
+	}
+}
+
+func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
+	for _, tc := range []struct {
+		name, tail string
+	}{
+		{"no newline", `{"id":3,"name":"hams`},
+		{"zeros", "{\"id\":3,\x00\x00\x00\x00\n"},
+		{"only a newline missing", `{"id":3,"name":"hamster"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			s := openTestStore(t, path)
+			mustStoreCreate(t, s, "dog")
+			mustStoreCreate(t, s, "cat")
+			s.Close()
+			good, _ := os.ReadFile(path)
+			appendFile(t, path, tc.tail)
+
+			logs := &bytes.Buffer{}
+			s2, err := openStore(path, slog.New(slog.NewJSONHandler(logs, nil)))
+			if err != nil {
+				t.Fatalf("open with a torn tail: %v", err)
+			}
+			defer s2.Close()
+			if got, want := listString(s2), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
+				t.Errorf("list: got %s, want %s", got, want)
+			}
+			if data, _ := os.ReadFile(path); !bytes.Equal(data, good) {
+				t.Errorf("journal not truncated to its good prefix:\ngot  %q\nwant %q", data, good)
+			}
+			if torn, _ := os.ReadFile(path + ".torn"); string(torn) != tc.tail {
+				t.Errorf(".torn file: got %q, want the dropped tail %q", torn, tc.tail)
+			}
+			if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), `"line":4`) {
+				t.Errorf("want a warning naming line 4, logs: %s", logs)
+			}
+			if c := mustStoreCreate(t, s2, "hamster"); c.ID != 3 {
+				t.Errorf("next id: got %d, want 3", c.ID)
+			}
+		})
+	}
+}
+
+func TestJournalTornHeaderIsRewritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	if err := os.WriteFile(path, []byte(journalHeader[:10]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openTestStore(t, path)
+	mustStoreCreate(t, s, "dog")
+	s.Close()
+	data, _ := os.ReadFile(path)
+	if want := journalHeader + "\n" + `{"id":1,"name":"dog"}` + "\n"; string(data) != want {
+		t.Errorf("journal: got %q, want %q", data, want)
+	}
+}
+
+func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
+	const head = journalHeader + "\n"
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"garbage in the middle", head + `{"id":1,"name":"dog"}` + "\n" + "garbage\n" + `{"id":3,"name":"cat"}` + "\n", ":3:"},
+		{"complete bad last line", head + `{"id":1,"name":"dog"}` + "\n" + `{"id":2}` + "\n", ":3:"},
+		{"ids not increasing", head + `{"id":2,"name":"dog"}` + "\n" + `{"id":2,"name":"cat"}` + "\n" + `{"id":3,"name":"x"}` + "\n", ":3:"},
+		{"duplicate name", head + `{"id":1,"name":"dog"}` + "\n" + `{"id":2,"name":"DOG"}` + "\n" + `{"id":3,"name":"x"}` + "\n", ":3:"},
+		{"unknown member", head + `{"id":1,"name":"dog","colour":"red"}` + "\n" + `{"id":2,"name":"x"}` + "\n", ":2:"},
+		{"not a journal", "hello\nworld\n", ":1:"},
+		{"one line that is not a journal", "hello world\n", ":1:"},
+		{"one line without newline that is not a journal", "hello world", ":1:"},
+		{"newer format", `{"format":"petstore-categories","version":2}` + "\n", "version 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := openStore(path, discardLogger())
+			if err == nil {
+				t.Fatalf("open succeeded, want an error")
+			}
+			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q: want it to name %s and %q", err, path, tc.want)
+			}
+			if data, _ := os.ReadFile(path); string(data) != tc.content {
+				t.Errorf("a damaged journal was modified: got %q", data)
+			}
+			if _, err := os.Stat(path + ".torn"); err == nil {
+				t.Errorf("a .torn file was written for damage that is not a torn tail")
+			}
+		})
+	}
+}
+
+func TestJournalLockRefusesSecondOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	s := openTestStore(t, path)
+	if _, err := openStore(path, discardLogger()); err == nil || !strings.Contains(err.Error(), "in use by another petstore") {
+		t.Fatalf("second open: got %v, want an in-use error", err)
+	}
+	s.Close()
+	s2 := openTestStore(t, path) // the lock goes with Close
+	mustStoreCreate(t, s2, "dog")
+}
+
+func TestMemoryStoreWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(memoryPath, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStoreCreate(t, s, "dog")
+	s.Close()
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("temp dir not empty: %v", entries)
+	}
+	if _, err := os.Stat(memoryPath); err == nil {
+		t.Errorf("a file named %s was created", memoryPath)
+	}
+}
+
+// A write that fails answers 500 and leaves the store, the ids and the file
+// as they were; the store then refuses creates until restarted.
+func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	s := openTestStore(t, path)
+	env := newTestEnv(t, withStore(s))
+	env.mustCreate(t, "dog")
+	before := listString(s)
+
+	s.mu.Lock()
+	s.journal.f.Close() // every write and truncate now fails
+	s.mu.Unlock()
+
+	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`})
+	eb := mustError(t, rec, http.StatusInternalServerError, codeInternal)
+	if strings.Contains(eb.Message, path) || strings.Contains(eb.Message, "file already closed") {
+		t.Errorf("500 message leaks internals: %q", eb.Message)
+	}
+	if got := listString(s); got != before {
+		t.Errorf("list after failed write: got %s, want %s", got, before)
+	}
+	if got := s.lastID(); got != 1 {
+		t.Errorf("id sequence after failed write: got %d, want 1", got)
+	}
+	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"rabbit"}`}), http.StatusInternalServerError, codeInternal)
+	mustError(t, env.do(t, request{method: "GET", path: "/healthz"}), http.StatusInternalServerError, codeInternal)
+	if !strings.Contains(env.logs.String(), "file already closed") {
+		t.Errorf("the cause is not in the log: %s", env.logs)
+	}
+	s.Close()
+
+	s2 := openTestStore(t, path)
+	if got := listString(s2); got != before {
+		t.Errorf("after restart: got %s, want %s", got, before)
+	}
+	if c := mustStoreCreate(t, s2, "cat"); c.ID != 2 {
+		t.Errorf("next id after restart: got %d, want 2", c.ID)
+	}
+}
+
+// Creates waiting while a write is under way share the next write and fsync.
+func TestJournalGroupCommit(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
+	const clients = 64
+	syncsBefore := s.journal.syncs
+
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	create := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := s.Create(NewCategory{Name: fmt.Sprintf("name-%d", i)})
+			errs <- err
+		}()
+	}
+	// Hold the writer: it takes the first create and then waits for mu,
+	// while the other creates queue up behind it.
+	s.mu.Lock()
+	create(0)
+	waitFor(t, "the writer to take the first create", func() bool { return len(s.queue) == 0 && s.Len() == 0 })
+	for i := 1; i < clients; i++ {
+		create(i)
+	}
+	waitFor(t, "the other creates to queue", func() bool { return len(s.queue) == clients-1 })
+	s.mu.Unlock()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	if got := s.journal.syncs - syncsBefore; got != 2 {
+		t.Errorf("fsyncs for %d concurrent creates: got %d, want 2 (one alone, then one batch)", clients, got)
+	}
+	if s.Len() != clients {
+		t.Errorf("categories: got %d, want %d", s.Len(), clients)
+	}
+}
+
+func TestStoreCloseRefusesLaterCreates(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
+	s.Close()
+	if _, _, err := s.Create(NewCategory{Name: "dog"}); err == nil {
+		t.Errorf("Create after Close succeeded")
+	}
+}
+
+func appendFile(t *testing.T, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
+	}
+}
