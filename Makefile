@@ -12,7 +12,7 @@ build:
 # gofmt and vet checks, then every test (seed corpus of the fuzz test
 # included) under the race detector.
 test: fmt-check vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout=180s ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -40,6 +40,10 @@ type Store struct {
 	closing   sync.RWMutex // held for reading while sending on queue
 	closed    bool
 	writerEnd chan struct{}
+
+	// onBatch, when set (by tests), is called by the writer goroutine with
+	// the size of each batch it has taken, before it waits for mu.
+	onBatch func(n int)
 }
 
 // item locates one category's JSON in the list: it ends at list[end] and
@@ -161,6 +165,9 @@ func (s *Store) writeLoop() {
 			default:
 				break drain
 			}
+		}
+		if s.onBatch != nil {
+			s.onBatch(len(batch))
 		}
 		s.mu.Lock()
 		s.commit(batch)

@@ -250,6 +250,8 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 func TestJournalGroupCommit(t *testing.T) {
 	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
 	const clients = 64
+	batches := make(chan int, clients)
+	s.onBatch = func(n int) { batches <- n } // set before the first send on queue
 	syncsBefore := s.journal.syncs
 
 	var wg sync.WaitGroup
@@ -262,16 +264,29 @@ func TestJournalGroupCommit(t *testing.T) {
 			errs <- err
 		}()
 	}
-	// Hold the writer: it takes the first create and then waits for mu,
-	// while the other creates queue up behind it.
+	// Hold the writer: it takes the first create alone and then waits for
+	// mu, while the other creates queue up behind it. Release mu on every
+	// way out, or a failed wait would leave the writer (and Close) stuck.
 	s.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	create(0)
-	waitFor(t, "the writer to take the first create", func() bool { return len(s.queue) == 0 && s.Len() == 0 })
+	if n := nextBatch(t, batches); n != 1 {
+		t.Fatalf("first batch: got %d creates, want 1", n)
+	}
 	for i := 1; i < clients; i++ {
 		create(i)
 	}
 	waitFor(t, "the other creates to queue", func() bool { return len(s.queue) == clients-1 })
 	s.mu.Unlock()
+	locked = false
+	if n := nextBatch(t, batches); n != clients-1 {
+		t.Errorf("second batch: got %d creates, want %d", n, clients-1)
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -284,6 +299,17 @@ func TestJournalGroupCommit(t *testing.T) {
 	}
 	if s.Len() != clients {
 		t.Errorf("categories: got %d, want %d", s.Len(), clients)
+	}
+}
+
+func nextBatch(t *testing.T, batches <-chan int) int {
+	t.Helper()
+	select {
+	case n := <-batches:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for the writer to take a batch")
+		return 0
 	}
 }
 
