@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,13 +18,19 @@ import (
 
 // These tests drive the real handler (routes + newHandler) through
 // httptest and check it against decisions.md: every error row, auth, the
-// success shapes, caching and request ids.
+// success shapes, caching, request ids, configuration of keys and the access
+// log.
 
 // Instants around the default sunset of GET /v1/pets/{petId}.
 var (
 	beforePetsSunset = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	afterPetsSunset  = time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)
 )
+
+// withAcceptedKeys makes the handler accept exactly keys.
+func withAcceptedKeys(keys []string) testOption {
+	return func(d *deps, _ *[]route) { d.keys = newKeySet(keys) }
+}
 
 // postCategory sends body to POST /v1/categories as an authorised JSON request.
 func postCategory(t testing.TB, env *testEnv, body string) *httptest.ResponseRecorder {
@@ -941,4 +949,208 @@ func TestJSONEscapingRoundTrip(t *testing.T) {
 	mustMention(t, eb.Message, strconv.Quote(`SAY "HI"`))
 	eb = mustError(t, postCategory(t, env, `{"name":"x","<\"odd\\>":1}`), http.StatusBadRequest, codeUnknownField)
 	mustMention(t, eb.Message, strconv.Quote(`<"odd\>`))
+}
+
+// mapEnv is a getenv backed by a map.
+func mapEnv(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+func TestLoadConfigKeys(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	const fileContents = "# keys of the petstore\n\nfile-key-one\n   \n  # an indented comment\n\tfile-key-two  \r\n\n"
+	if err := os.WriteFile(keyFile, []byte(fileContents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(mapEnv(map[string]string{
+		"PETSTORE_API_KEYS":      "env-key-one, env-key-two",
+		"PETSTORE_API_KEYS_FILE": keyFile,
+	}))
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	wantKeys := []string{"env-key-one", "env-key-two", "file-key-one", "file-key-two"}
+	gotKeys := slices.Sorted(slices.Values(cfg.keys))
+	if !slices.Equal(gotKeys, wantKeys) {
+		t.Errorf("keys: got %q, want %q", gotKeys, wantKeys)
+	}
+	if cfg.generatedKey {
+		t.Errorf("generatedKey: got true, want false with keys configured")
+	}
+
+	env := newTestEnv(t, withAcceptedKeys(cfg.keys))
+	get := func(authorization string) *httptest.ResponseRecorder {
+		return env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": authorization}})
+	}
+	for _, key := range wantKeys {
+		if rec := get("Bearer " + key); rec.Code != http.StatusOK {
+			t.Errorf("key %q: got %d, want 200", key, rec.Code)
+		}
+	}
+	for _, key := range []string{testKey, "#", "file-key", "env-key-one,", "env-key-one, env-key-two"} {
+		rec := get("Bearer " + key)
+		mustError(t, rec, http.StatusUnauthorized, codeUnauthorized)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badKeyFile := filepath.Join(dir, "bad-keys")
+	if err := os.WriteFile(badKeyFile, []byte("ok-file-key-9\nbad file key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyKeyFile := filepath.Join(dir, "empty-keys")
+	if err := os.WriteFile(emptyKeyFile, []byte("# only a comment\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const goodKey = "configured-key-4c2d"
+	tests := []struct {
+		name     string
+		vars     map[string]string
+		variable string   // the message must name it
+		secrets  []string // the message must not contain them
+	}{
+		{"missing key file",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_API_KEYS_FILE": filepath.Join(dir, "no-such-file")},
+			"PETSTORE_API_KEYS_FILE", []string{goodKey}},
+		{"key file is a directory",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_API_KEYS_FILE": dir},
+			"PETSTORE_API_KEYS_FILE", []string{goodKey}},
+		{"key file holds no key",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_API_KEYS_FILE": emptyKeyFile},
+			"PETSTORE_API_KEYS_FILE", []string{goodKey}},
+		{"key file with a space in a key",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_API_KEYS_FILE": badKeyFile},
+			"PETSTORE_API_KEYS_FILE", []string{goodKey, "bad file key", "ok-file-key-9"}},
+		{"unparsable sunset",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_PETS_SUNSET": "next tuesday"},
+			"PETSTORE_PETS_SUNSET", []string{goodKey}},
+		{"sunset without zone",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_PETS_SUNSET": "2027-01-01T00:00:00"},
+			"PETSTORE_PETS_SUNSET", []string{goodKey}},
+		{"unparsable deprecation",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_PETS_DEPRECATED": "2026-13-01T00:00:00Z"},
+			"PETSTORE_PETS_DEPRECATED", []string{goodKey}},
+		{"sunset before deprecation",
+			map[string]string{"PETSTORE_API_KEYS": goodKey, "PETSTORE_PETS_DEPRECATED": "2027-01-01T00:00:00Z", "PETSTORE_PETS_SUNSET": "2026-12-31T23:59:59Z"},
+			"PETSTORE_PETS_SUNSET", []string{goodKey}},
+		{"keys hold no key",
+			map[string]string{"PETSTORE_API_KEYS": ",,"},
+			"PETSTORE_API_KEYS", nil},
+		{"key with a space",
+			map[string]string{"PETSTORE_API_KEYS": goodKey + ",bad secret key"},
+			"PETSTORE_API_KEYS", []string{goodKey, "bad secret key", "bad"}},
+		{"key with a quote",
+			map[string]string{"PETSTORE_API_KEYS": `quoted"key-1`},
+			"PETSTORE_API_KEYS", []string{`quoted"key-1`, "quoted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(mapEnv(tt.vars))
+			if err == nil {
+				t.Fatalf("loadConfig: got no error, want one naming %s", tt.variable)
+			}
+			msg := err.Error()
+			mustMention(t, msg, tt.variable)
+			for _, s := range tt.secrets {
+				if strings.Contains(msg, s) {
+					t.Errorf("error %q contains the key text %q", msg, s)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error %q is not one line", msg)
+			}
+		})
+	}
+}
+
+func TestLoadConfigGeneratesKey(t *testing.T) {
+	t.Parallel()
+	var keys []string
+	for range 2 {
+		cfg, err := loadConfig(mapEnv(nil))
+		if err != nil {
+			t.Fatalf("loadConfig: %v", err)
+		}
+		if !cfg.generatedKey {
+			t.Errorf("generatedKey: got false, want true with no key configured")
+		}
+		if len(cfg.keys) != 1 {
+			t.Fatalf("keys: got %d, want 1 generated key", len(cfg.keys))
+		}
+		key := cfg.keys[0]
+		if len(key) != 43 {
+			t.Errorf("generated key %q: got %d characters, want 43", key, len(key))
+		}
+		if !isBearerToken(key) {
+			t.Errorf("generated key %q cannot be sent as a bearer token", key)
+		}
+		keys = append(keys, key)
+
+		// The generated key works.
+		env := newTestEnv(t, withAcceptedKeys(cfg.keys))
+		rec := env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + key}})
+		mustStatus(t, rec, http.StatusOK)
+	}
+	if keys[0] == keys[1] {
+		t.Errorf("two starts generated the same key %q", keys[0])
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	const wrongKey = "wrong-key-in-log-3e9f"
+	reqs := []struct {
+		authorization string
+		status        int
+	}{
+		{"Bearer " + wrongKey, http.StatusUnauthorized},
+		{"Bearer " + testKey, http.StatusOK},
+	}
+	var ids []string
+	for _, r := range reqs {
+		rec := env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": r.authorization}})
+		if rec.Code != r.status {
+			t.Fatalf("%s: got %d, want %d", r.authorization, rec.Code, r.status)
+		}
+		if r.status != http.StatusOK {
+			mustError(t, rec, r.status, codeUnauthorized)
+		}
+		ids = append(ids, rec.Header().Get("X-Request-Id"))
+	}
+
+	logs := env.logs.String()
+	for _, s := range []string{wrongKey, testKey, "Bearer", "bearer"} {
+		if strings.Contains(logs, s) {
+			t.Errorf("log contains %q:\n%s", s, logs)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(logs, "\n"), "\n")
+	if len(lines) != len(reqs) {
+		t.Fatalf("log: got %d lines, want %d:\n%s", len(lines), len(reqs), logs)
+	}
+	for i, line := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, line)
+		}
+		want := map[string]any{
+			"method":     "GET",
+			"route":      "GET /v1/categories",
+			"path":       "/v1/categories",
+			"status":     float64(reqs[i].status),
+			"request_id": ids[i],
+		}
+		for k, v := range want {
+			if entry[k] != v {
+				t.Errorf("line %d: %s: got %v, want %v", i, k, entry[k], v)
+			}
+		}
+		if d, ok := entry["duration_ms"].(float64); !ok || d < 0 {
+			t.Errorf("line %d: duration_ms: got %v, want a non-negative number", i, entry["duration_ms"])
+		}
+	}
 }
