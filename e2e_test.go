@@ -1,0 +1,674 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests start the real program through run, on 127.0.0.1:0, and talk to
+// it over TCP. Configuration goes through a getenv backed by a map, never the
+// process environment, so nothing leaks between tests.
+
+// e2eKey is the API key of the end-to-end services. It stands for a secret:
+// tests check it never reaches a log, and never print it themselves.
+const e2eKey = "e2e-Secret-Kq7Zp2Xv9Lm4"
+
+// Bounds on waiting for the service; generous, since they only matter when
+// something is broken.
+const (
+	startTimeout = 10 * time.Second
+	stopTimeout  = 15 * time.Second // more than shutdownGrace
+)
+
+// logCapture is the stderr of a run: a goroutine-safe buffer that also
+// reports, once, the address from the "listening" log line.
+type logCapture struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	scanned   int         // bytes of buf already looked at for the listening line
+	listening chan string // receives the listen address, once
+	sent      bool
+}
+
+func newLogCapture() *logCapture {
+	return &logCapture{listening: make(chan string, 1)}
+}
+
+func (c *logCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	for !c.sent {
+		line, _, complete := bytes.Cut(c.buf.Bytes()[c.scanned:], []byte{'\n'})
+		if !complete {
+			break
+		}
+		c.scanned += len(line) + 1
+		var rec struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
+			c.listening <- rec.Addr
+			c.sent = true
+		}
+	}
+	return len(p), nil
+}
+
+// lines returns every complete line written so far.
+func (c *logCapture) lines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.buf.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return strings.Split(s[:i], "\n")
+	}
+	return nil
+}
+
+// service is one run of the program in a goroutine.
+type service struct {
+	addr   string // host:port it listens on
+	stderr *logCapture
+	cancel context.CancelFunc
+	done   chan error // run's result, once
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// baseEnv is the configuration every end-to-end service starts from.
+func baseEnv(dataPath string) map[string]string {
+	return map[string]string{
+		"PETSTORE_ADDR":     "127.0.0.1:0",
+		"PETSTORE_DATA":     dataPath,
+		"PETSTORE_API_KEYS": e2eKey,
+	}
+}
+
+// startRun calls run with env in a goroutine, waits for its listening line
+// and then for /healthz to answer 200. The service is stopped at the end of
+// the test if the test has not stopped it.
+func startRun(t *testing.T, env map[string]string) *service {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	svc := &service{stderr: newLogCapture(), cancel: cancel, done: make(chan error, 1)}
+	getenv := func(name string) string { return env[name] }
+	go func() { svc.done <- run(ctx, []string{"petstore"}, getenv, io.Discard, svc.stderr) }()
+	t.Cleanup(func() {
+		if err := svc.stop(); err != nil {
+			t.Errorf("stopping the service at cleanup: %v", err)
+		}
+	})
+
+	select {
+	case svc.addr = <-svc.stderr.listening:
+	case err := <-svc.done:
+		svc.stopOnce.Do(func() { svc.stopErr = err })
+		t.Fatalf("run returned before listening: %v", err)
+	case <-time.After(startTimeout):
+		t.Fatalf("no listening line on stderr within %v", startTimeout)
+	}
+	if host, _, err := net.SplitHostPort(svc.addr); err != nil || host != "127.0.0.1" {
+		t.Fatalf("listening address: got %q, want 127.0.0.1:port", svc.addr)
+	}
+	waitHealthy(t, svc)
+	return svc
+}
+
+var errStillRunning = errors.New("run did not return in time")
+
+// stop cancels run's context and waits, bounded, for it to return. It can be
+// called more than once; every call returns run's result.
+func (svc *service) stop() error {
+	svc.stopOnce.Do(func() {
+		svc.cancel()
+		select {
+		case svc.stopErr = <-svc.done:
+		case <-time.After(stopTimeout):
+			svc.stopErr = fmt.Errorf("%w: still running %v after cancel", errStillRunning, stopTimeout)
+		}
+	})
+	return svc.stopErr
+}
+
+func (svc *service) url(path string) string { return "http://" + svc.addr + path }
+
+// waitHealthy polls GET /healthz, a bounded number of times within a
+// deadline, until it answers 200. The listener is bound before the
+// listening line is written, so the first attempt normally succeeds.
+func waitHealthy(t *testing.T, svc *service) {
+	t.Helper()
+	client := newClient(t)
+	deadline := time.Now().Add(startTimeout)
+	backoff := 5 * time.Millisecond
+	var last string
+	for attempt := 0; attempt < 50 && time.Now().Before(deadline); attempt++ {
+		resp, err := client.Get(svc.url("/healthz"))
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("status %d, body %s", resp.StatusCode, redact(string(body)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case err := <-svc.done:
+			svc.stopOnce.Do(func() { svc.stopErr = err })
+			t.Fatalf("run returned while waiting for /healthz: %v", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+	t.Fatalf("/healthz did not answer 200 in time; last: %s", last)
+}
+
+// newClient returns an HTTP client that talks to 127.0.0.1 directly (no
+// proxy) and waits for "100 Continue" before sending a body that expects it.
+func newClient(t *testing.T) *http.Client {
+	transport := &http.Transport{
+		Proxy:                 nil,
+		ExpectContinueTimeout: 10 * time.Second,
+		DisableCompression:    true,
+	}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport, Timeout: 10 * time.Second}
+}
+
+// redact hides the end-to-end key in text that a test prints.
+func redact(s string) string { return strings.ReplaceAll(s, e2eKey, "<key>") }
+
+// send makes one request and returns the answer and its body. key "" sends
+// no Authorization header.
+func send(t *testing.T, client *http.Client, method, url, key, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %s", method, url, redact(err.Error()))
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+	}
+	return resp, got
+}
+
+// wantStatus checks an answer's status and JSON content type.
+func wantStatus(t *testing.T, what string, resp *http.Response, body []byte, status int) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("%s: status: got %d, want %d; body %s", what, resp.StatusCode, status, redact(string(body)))
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: Content-Type: got %q, want application/json", what, ct)
+	}
+}
+
+// logLine is one JSON log line, decoded.
+type logLine map[string]any
+
+// parseLogLines checks that every stderr line is a JSON object and returns
+// them decoded. It prints lines only with the key redacted.
+func parseLogLines(t *testing.T, lines []string) []logLine {
+	t.Helper()
+	if len(lines) == 0 {
+		t.Fatalf("stderr is empty")
+	}
+	out := make([]logLine, 0, len(lines))
+	for i, line := range lines {
+		var l logLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("stderr line %d is not a JSON object (%v): %s", i+1, err, redact(line))
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// checkNoSecrets checks that no stderr line carries a key that was sent or
+// anything of an Authorization header.
+func checkNoSecrets(t *testing.T, lines []string, secrets ...string) {
+	t.Helper()
+	hide := func(line string) string {
+		for _, s := range secrets {
+			line = strings.ReplaceAll(line, s, "<secret>")
+		}
+		return line
+	}
+	for i, line := range lines {
+		for j, s := range secrets {
+			if strings.Contains(line, s) {
+				t.Errorf("stderr line %d contains secret #%d: %s", i+1, j+1, hide(line))
+			}
+		}
+		if strings.Contains(strings.ToLower(line), "bearer") {
+			t.Errorf("stderr line %d mentions Bearer: %s", i+1, hide(line))
+		}
+	}
+}
+
+// findLog returns the first log line with the given msg and attributes.
+func findLog(logs []logLine, msg string, attrs map[string]any) logLine {
+next:
+	for _, l := range logs {
+		if l["msg"] != msg {
+			continue
+		}
+		for k, v := range attrs {
+			if l[k] != v {
+				continue next
+			}
+		}
+		return l
+	}
+	return nil
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "petstore.jsonl")
+	const wrongKey = "e2e-Wrong-Key-Qm3Vb8"
+	svc := startRun(t, baseEnv(data))
+	client := newClient(t)
+
+	// Create.
+	resp, created := send(t, client, "POST", svc.url("/v1/categories"), e2eKey,
+		`{"name":"  Dogs  ","description":"Good boys"}`, map[string]string{"X-Request-Id": "e2e-create-dogs"})
+	wantStatus(t, "create", resp, created, http.StatusCreated)
+	if got, want := resp.Header.Get("Location"), "/v1/categories/1"; got != want {
+		t.Errorf("create: Location: got %q, want %q", got, want)
+	}
+	if got, want := resp.Header.Get("X-Request-Id"), "e2e-create-dogs"; got != want {
+		t.Errorf("create: X-Request-Id: got %q, want %q", got, want)
+	}
+	if want := `{"id":1,"name":"Dogs","description":"Good boys"}`; string(created) != want {
+		t.Errorf("create: body: got %s, want %s", created, want)
+	}
+
+	// List.
+	resp, list := send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
+	wantStatus(t, "list", resp, list, http.StatusOK)
+	if want := "[" + string(created) + "]"; string(list) != want {
+		t.Errorf("list: got %s, want %s", list, want)
+	}
+
+	// Get one.
+	resp, one := send(t, client, "GET", svc.url("/v1/categories/1"), e2eKey, "", nil)
+	wantStatus(t, "get", resp, one, http.StatusOK)
+	if !bytes.Equal(one, created) {
+		t.Errorf("get: got %s, want %s", one, created)
+	}
+
+	// A key that is not accepted.
+	resp, denied := send(t, client, "GET", svc.url("/v1/categories"), wrongKey, "", nil)
+	wantStatus(t, "wrong key", resp, denied, http.StatusUnauthorized)
+	if got, want := resp.Header.Get("WWW-Authenticate"), `Bearer realm="petstore", error="invalid_token"`; got != want {
+		t.Errorf("wrong key: WWW-Authenticate: got %q, want %q", got, want)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(denied, &eb); err != nil || eb.Code != codeUnauthorized || eb.Status != http.StatusUnauthorized {
+		t.Errorf("wrong key: body: got %s, want an Error with code unauthorized, status 401", redact(string(denied)))
+	}
+	if bytes.Contains(denied, []byte(wrongKey)) || bytes.Contains(denied, []byte(e2eKey)) {
+		t.Errorf("wrong key: the answer quotes a key")
+	}
+
+	if err := svc.stop(); err != nil {
+		t.Fatalf("run after cancel: got %v, want nil", err)
+	}
+
+	lines := svc.stderr.lines()
+	logs := parseLogLines(t, lines)
+	checkNoSecrets(t, lines, e2eKey, wrongKey)
+	req := findLog(logs, "request", map[string]any{"request_id": "e2e-create-dogs"})
+	if req == nil {
+		t.Fatalf("no request log line with request_id e2e-create-dogs among %d lines", len(lines))
+	}
+	for k, want := range map[string]any{"method": "POST", "route": "POST /v1/categories", "path": "/v1/categories", "status": float64(201)} {
+		if req[k] != want {
+			t.Errorf("request log line: %s: got %v, want %v", k, req[k], want)
+		}
+	}
+	if d, ok := req["duration_ms"].(float64); !ok || d < 0 {
+		t.Errorf("request log line: duration_ms: got %v, want a non-negative number", req["duration_ms"])
+	}
+	if l := findLog(logs, "request", map[string]any{"path": "/v1/categories", "status": float64(401)}); l == nil {
+		t.Errorf("no request log line for the 401")
+	} else if id, _ := l["request_id"].(string); id == "" {
+		t.Errorf("request log line of the 401: request_id: got %v, want a generated id", l["request_id"])
+	}
+	if last := logs[len(logs)-1]; last["msg"] != "stopped" {
+		t.Errorf("last log line: msg: got %v, want stopped", last["msg"])
+	}
+
+	// Restart on the same journal: the category survived, and ids go on.
+	svc2 := startRun(t, baseEnv(data))
+	resp, one = send(t, client, "GET", svc2.url("/v1/categories/1"), e2eKey, "", nil)
+	wantStatus(t, "get after restart", resp, one, http.StatusOK)
+	if !bytes.Equal(one, created) {
+		t.Errorf("get after restart: got %s, want %s", one, created)
+	}
+	resp, list = send(t, client, "GET", svc2.url("/v1/categories"), e2eKey, "", nil)
+	wantStatus(t, "list after restart", resp, list, http.StatusOK)
+	if want := "[" + string(created) + "]"; string(list) != want {
+		t.Errorf("list after restart: got %s, want %s", list, want)
+	}
+	resp, second := send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"Cats"}`, nil)
+	wantStatus(t, "create after restart", resp, second, http.StatusCreated)
+	if want := `{"id":2,"name":"Cats"}`; string(second) != want {
+		t.Errorf("create after restart: got %s, want %s", second, want)
+	}
+	resp, dup := send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"DOGS"}`, nil)
+	wantStatus(t, "duplicate after restart", resp, dup, http.StatusConflict)
+	if err := svc2.stop(); err != nil {
+		t.Fatalf("second run after cancel: got %v, want nil", err)
+	}
+	lines2 := svc2.stderr.lines()
+	logs2 := parseLogLines(t, lines2)
+	checkNoSecrets(t, lines2, e2eKey)
+	if l := findLog(logs2, "listening", nil); l == nil || l["categories"] != float64(1) {
+		t.Errorf("second run's listening line: categories: got %v, want 1", l["categories"])
+	}
+}
+
+func TestRunDataLocked(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "petstore.jsonl")
+	first := startRun(t, baseEnv(data))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := baseEnv(data)
+	stderr := newLogCapture()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, stderr)
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "PETSTORE_DATA") {
+			t.Errorf("second run on a locked journal: got %v, want an error naming PETSTORE_DATA", err)
+		}
+	case <-time.After(5 * time.Second):
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(stopTimeout):
+		}
+		t.Fatalf("second run on a locked journal did not fail within 5s")
+	}
+	if lines := stderr.lines(); len(lines) != 0 {
+		t.Errorf("second run wrote %d stderr lines, want none (it must not start)", len(lines))
+	}
+
+	// The first one is unaffected, and once it stops the journal is free.
+	client := newClient(t)
+	resp, body := send(t, client, "GET", first.url("/v1/categories"), e2eKey, "", nil)
+	wantStatus(t, "list on the first run", resp, body, http.StatusOK)
+	if err := first.stop(); err != nil {
+		t.Fatalf("first run after cancel: got %v, want nil", err)
+	}
+	third := startRun(t, baseEnv(data))
+	if err := third.stop(); err != nil {
+		t.Fatalf("run after the lock was released: got %v, want nil", err)
+	}
+}
+
+func TestRunConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string // on top of a valid :memory: configuration
+		want    []string          // substrings of the error
+		secrets []string          // must not be in the error
+	}{
+		{name: "unparsable sunset", env: map[string]string{"PETSTORE_PETS_SUNSET": "garbage"},
+			want: []string{"PETSTORE_PETS_SUNSET"}},
+		{name: "unparsable deprecation", env: map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-13-01"},
+			want: []string{"PETSTORE_PETS_DEPRECATED"}},
+		{name: "sunset before deprecation",
+			env:  map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-06-01T00:00:00Z", "PETSTORE_PETS_SUNSET": "2026-01-01T00:00:00Z"},
+			want: []string{"PETSTORE_PETS_SUNSET", "PETSTORE_PETS_DEPRECATED"}},
+		{name: "port not a number", env: map[string]string{"PETSTORE_ADDR": "127.0.0.1:notaport"},
+			want: []string{"PETSTORE_ADDR"}},
+		{name: "unexpected argument", args: []string{"petstore", "serve"},
+			want: []string{"unexpected argument", `"serve"`}},
+		{name: "key a bearer token cannot carry", env: map[string]string{"PETSTORE_API_KEYS": "good-Key-1,bad Key!2"},
+			want: []string{"PETSTORE_API_KEYS"}, secrets: []string{"good-Key-1", "bad Key!2"}},
+		{name: "missing key file", env: map[string]string{"PETSTORE_API_KEYS_FILE": filepath.Join(t.TempDir(), "absent")},
+			want: []string{"PETSTORE_API_KEYS_FILE"}},
+		{name: "data path is a directory", env: map[string]string{"PETSTORE_DATA": t.TempDir()},
+			want: []string{"PETSTORE_DATA"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": memoryPath, "PETSTORE_API_KEYS": e2eKey}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			args := tt.args
+			if args == nil {
+				args = []string{"petstore"}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				cancel()
+				select {
+				case <-done:
+				case <-time.After(stopTimeout):
+				}
+				t.Fatalf("run did not fail within 5s; it started half-configured")
+			}
+			if err == nil {
+				t.Fatalf("run: got nil error, want one naming %v", tt.want)
+			}
+			msg := redact(err.Error())
+			for _, s := range tt.secrets {
+				if strings.Contains(msg, s) {
+					t.Errorf("error quotes a configured key: %s", strings.ReplaceAll(msg, s, "<secret>"))
+					msg = strings.ReplaceAll(msg, s, "<secret>")
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error: got %q, want it to contain %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error: got %q, want one line", msg)
+			}
+		})
+	}
+}
+
+// TestRunGeneratedKey checks that without a configured key, run makes one up,
+// prints it once, and accepts it; and that two runs make different keys.
+func TestRunGeneratedKey(t *testing.T) {
+	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": memoryPath}
+	client := newClient(t)
+	var keys []string
+	for i := 0; i < 2; i++ {
+		svc := startRun(t, env)
+		// /healthz answered, so the key was printed: it is printed before
+		// the server starts serving.
+		var exportLines []string
+		var logLines []string
+		for _, line := range svc.stderr.lines() {
+			switch {
+			case strings.Contains(line, "export PETSTORE_API_KEYS="):
+				exportLines = append(exportLines, line)
+			case strings.HasPrefix(line, "{"):
+				logLines = append(logLines, line)
+			}
+		}
+		if len(exportLines) != 1 {
+			t.Fatalf("run %d: got %d stderr lines with export PETSTORE_API_KEYS=, want 1", i+1, len(exportLines))
+		}
+		_, key, _ := strings.Cut(exportLines[0], "export PETSTORE_API_KEYS=")
+		key = strings.TrimSpace(key)
+		if len(key) < 32 || !isBearerToken(key) {
+			t.Fatalf("run %d: generated key: got %d characters, want a bearer token of at least 32", i+1, len(key))
+		}
+		if n := strings.Count(strings.Join(svc.stderr.lines(), "\n"), key); n != 1 {
+			t.Errorf("run %d: the generated key appears %d times on stderr, want exactly once", i+1, n)
+		}
+		parseLogLines(t, logLines)
+
+		hide := func(s string) string { return strings.ReplaceAll(s, key, "<generated key>") }
+		resp, body := send(t, client, "GET", svc.url("/v1/categories"), key, "", nil)
+		if resp.StatusCode != http.StatusOK || string(body) != "[]" {
+			t.Errorf("run %d: list with the generated key: got %d %s, want 200 []", i+1, resp.StatusCode, hide(string(body)))
+		}
+		resp, body = send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("run %d: list with another key: got %d %s, want 401", i+1, resp.StatusCode, hide(redact(string(body))))
+		}
+		if err := svc.stop(); err != nil {
+			t.Fatalf("run %d after cancel: got %v, want nil", i+1, err)
+		}
+		keys = append(keys, key)
+	}
+	if keys[0] == keys[1] {
+		t.Errorf("two runs generated the same key; it must be random")
+	}
+}
+
+// TestRunGracefulShutdown checks that a request in flight when the stop
+// signal comes is answered, and that run waits for it and returns nil. The
+// request sends "Expect: 100-continue", so its "100 Continue" proves the
+// handler is already reading the body when the context is cancelled.
+func TestRunGracefulShutdown(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "petstore.jsonl")
+	svc := startRun(t, baseEnv(data))
+	client := newClient(t)
+
+	bodyReader, bodyWriter := io.Pipe()
+	t.Cleanup(func() { bodyWriter.CloseWithError(errors.New("test over")) })
+	got100 := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{Got100Continue: func() { once.Do(func() { close(got100) }) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+		"POST", svc.url("/v1/categories"), bodyReader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := client.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		answered <- answer{status: resp.StatusCode, body: body, err: err}
+	}()
+	select {
+	case <-got100:
+	case a := <-answered:
+		t.Fatalf("the slow request was answered before it sent its body: %d %s %v", a.status, a.body, a.err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no 100 Continue within 10s")
+	}
+
+	svc.cancel()
+	waitListenerClosed(t, svc.addr)
+	select {
+	case err := <-svc.done:
+		svc.stopOnce.Do(func() { svc.stopErr = err })
+		t.Fatalf("run returned (%v) while a request was in flight", err)
+	default:
+	}
+
+	go func() {
+		io.WriteString(bodyWriter, `{"name":"Late"}`)
+		bodyWriter.Close()
+	}()
+	select {
+	case a := <-answered:
+		if a.err != nil || a.status != http.StatusCreated {
+			t.Errorf("in-flight request: got %d %s %v, want 201", a.status, a.body, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("in-flight request not answered within 10s of its body")
+	}
+	if err := svc.stop(); err != nil {
+		t.Fatalf("run after cancel: got %v, want nil", err)
+	}
+
+	// The journal was closed (its lock released) and holds the category.
+	store, err := openStore(data, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("reopening the journal: %v", err)
+	}
+	defer store.Close()
+	if got, _ := store.Get(1); string(got) != `{"id":1,"name":"Late"}` {
+		t.Errorf("category 1 after shutdown: got %s, want the in-flight one", got)
+	}
+}
+
+// waitListenerClosed waits, bounded, until addr refuses connections: the
+// server has begun shutting down.
+func waitListenerClosed(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for attempt := 0; attempt < 500 && time.Now().Before(deadline); attempt++ {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return
+		}
+		conn.Close()
+		<-time.After(10 * time.Millisecond)
+	}
+	t.Fatalf("%s still accepts connections after cancel", addr)
+}

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// createBodySeeds are request bodies for POST /v1/categories that cover each
+// way a body can be right or wrong. `go test` runs them as plain tests.
+var createBodySeeds = []string{
+	// Valid.
+	`{"name":"Dogs"}`,
+	`{"name":"  Dogs  ","description":"Good boys"}`,
+	`{"description":"first","name":"Cats"}`,
+	`{"name":"Ünïcödé 🐈","description":""}`,
+	` {"name":"x"} `,
+	"{\n\t\"name\" : \"tabs\"\r\n}",
+	`{"name":"` + strings.Repeat("n", 100) + `"}`,
+	`{"name":"a","description":"` + strings.Repeat("d", 1000) + `"}`,
+	// Missing, null or empty name.
+	`{}`,
+	`{"description":"no name"}`,
+	`{"name":null}`,
+	`{"name":""}`,
+	`{"name":"   "}`,
+	`{"name":"\u00a0\u2003"}`,
+	// Wrong types and bounds.
+	`{"name":1}`,
+	`{"name":true}`,
+	`{"name":["Dogs"]}`,
+	`{"name":{"en":"Dogs"}}`,
+	`{"name":"Dogs","description":7}`,
+	`{"name":"Dogs","description":null}`,
+	`{"name":"` + strings.Repeat("n", 101) + `"}`,
+	`{"name":"a","description":"` + strings.Repeat("d", 1001) + `"}`,
+	`{"name":"tab\tinside"}`,
+	`{"name":"nul\u0000"}`,
+	`{"name":"c1\u0085control"}`,
+	`{"name":"del\u007f"}`,
+	`{"name":2,"description":false,"colour":"red"}`,
+	// Unknown members, and case-sensitive member names.
+	`{"name":"Dogs","id":7}`,
+	`{"name":"Dogs","colour":"brown"}`,
+	`{"NAME":"Dogs"}`,
+	`{"Name":"Dogs","Description":"x"}`,
+	`{"ﬀ":"ligature","name":"x"}`,
+	// Duplicate members.
+	`{"name":"a","name":"b"}`,
+	`{"name":"a","description":"x","description":"y"}`,
+	`{"name":"a","n\u0061me":"b"}`,
+	`{"x":1,"x":2,"name":"a"}`,
+	// Nested values.
+	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
+	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
+	// Escapes.
+	`{"name":"\u0041\u00e9\ud83d\ude00"}`,
+	`{"name":"say \"hi\" \\ /\/"}`,
+	`{"na\u006de":"escaped member name"}`,
+	`{"name":"\ud800 lone surrogate"}`,
+	`{"name":"<script>&amp;</script>"}`,
+	`{"name":"line\u2028separator"}`,
+	`{"name":"\n Dogs \t"}`,
+	// Not UTF-8.
+	"{\"name\":\"\xff\xfe\"}",
+	"{\"name\":\"ok\",\"description\":\"\xc3\x28\"}",
+	"{\"\xffname\":\"x\"}",
+	"\xef\xbb\xbf{\"name\":\"BOM\"}",
+	// Not a single JSON object.
+	``,
+	` `,
+	`null`,
+	`[]`,
+	`[{"name":"Dogs"}]`,
+	`"name"`,
+	`42`,
+	`{"name":"Dogs"}{"name":"Cats"}`,
+	`{"name":"Dogs"} x`,
+	`{"name":"Dogs"`,
+	`{"name":"Dogs",}`,
+	`{'name':'Dogs'}`,
+	`{name:"Dogs"}`,
+	`{"name":"Dogs"}` + "\x00",
+	// Huge numbers.
+	`{"name":1e999999}`,
+	`{"name":"a","description":-123456789012345678901234567890.5e-99999}`,
+	`{"name":"a","id":99999999999999999999999999}`,
+	// Deep nesting: within and beyond encoding/json's depth limit.
+	`{"name":"a","x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
+	`{"name":"a","x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`,
+	`{"name":"a","x":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat("}", 5000) + `}`,
+}
+
+// createVerdict is what the decisions make of a create body, judged with
+// encoding/json as an oracle independent of the service's own parser.
+type createVerdict struct {
+	status int
+	codes  map[string]bool // the codes that would be right, when status is 400 or 413
+	name   string          // want, when status is 201
+	desc   *string         // want, when status is 201; nil: absent
+	// mentions are words the message of a 400 must contain: it names every
+	// bad field.
+	mentions []string
+}
+
+// judgeCreateBody decides the answer to body on an empty store.
+func judgeCreateBody(body []byte) createVerdict {
+	reject := func(status int, codes ...string) createVerdict {
+		v := createVerdict{status: status, codes: map[string]bool{}}
+		for _, c := range codes {
+			v.codes[c] = true
+		}
+		return v
+	}
+	if len(body) > maxBodyBytes {
+		return reject(http.StatusRequestEntityTooLarge, codePayloadTooLarge)
+	}
+	if !json.Valid(body) || !utf8.Valid(body) {
+		return reject(http.StatusBadRequest, codeInvalidJSON)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return reject(http.StatusBadRequest, codeInvalidJSON)
+	}
+	// Members in order; a map[string]json.RawMessage would silently keep the
+	// last of duplicate names, which the service must reject.
+	count := map[string]int{}
+	values := map[string]json.RawMessage{}
+	var unknown []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			panic("oracle: member name of a valid object: " + err.Error())
+		}
+		key := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			panic("oracle: member value of a valid object: " + err.Error())
+		}
+		count[key]++
+		if key == "name" || key == "description" {
+			values[key] = value
+		} else if count[key] == 1 {
+			unknown = append(unknown, key)
+		}
+	}
+
+	v := reject(http.StatusBadRequest)
+	if count["name"] > 1 || count["description"] > 1 {
+		// Which of two values counts is undefined: the body is refused, as
+		// malformed or as a field problem.
+		v.codes[codeInvalidJSON] = true
+		v.codes[codeInvalidField] = true
+	}
+	for _, key := range unknown {
+		v.codes[codeUnknownField] = true
+		if isPlainWord(key) {
+			v.mentions = append(v.mentions, key)
+		}
+	}
+
+	var name string
+	switch raw := values["name"]; {
+	case raw == nil || string(raw) == "null":
+		v.codes[codeMissingField] = true
+		v.mentions = append(v.mentions, "name")
+	case json.Unmarshal(raw, &name) != nil:
+		v.codes[codeInvalidField] = true
+		v.mentions = append(v.mentions, "name")
+	default:
+		name = strings.TrimSpace(name)
+		if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+			v.codes[codeInvalidField] = true
+			v.mentions = append(v.mentions, "name")
+		}
+	}
+
+	var desc *string
+	if raw, ok := values["description"]; ok {
+		// null is not a string: an optional member is left out, not nulled.
+		desc = new(string)
+		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || utf8.RuneCountInString(*desc) > maxDescriptionLen {
+			v.codes[codeInvalidField] = true
+			v.mentions = append(v.mentions, "description")
+		}
+	}
+
+	if len(v.codes) > 0 {
+		if count["name"] > 1 || count["description"] > 1 {
+			v.mentions = nil // the service may stop at the duplicate
+		}
+		return v
+	}
+	return createVerdict{status: http.StatusCreated, name: name, desc: desc}
+}
+
+// isPlainWord reports whether s is short and plain enough that a message
+// naming it must contain it as is.
+func isPlainWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// createCodesByStatus lists, per status, the codes a create may answer with.
+var createCodesByStatus = map[int]map[string]bool{
+	http.StatusBadRequest:            {codeInvalidJSON: true, codeMissingField: true, codeInvalidField: true, codeUnknownField: true},
+	http.StatusConflict:              {codeConflict: true},
+	http.StatusRequestEntityTooLarge: {codePayloadTooLarge: true},
+}
+
+// checkErrorAnswer checks that rec is a well-formed Error answer and returns
+// its body. Unlike mustError it takes any status a create may answer with.
+func checkErrorAnswer(t *testing.T, rec *httptest.ResponseRecorder) (errorBody, bool) {
+	t.Helper()
+	codes, ok := createCodesByStatus[rec.Code]
+	if !ok {
+		t.Errorf("status: got %d, want 201, 400, 409 or 413; body %s", rec.Code, rec.Body)
+		return errorBody{}, false
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(rec.Body.Bytes(), &members); err != nil || !utf8.Valid(rec.Body.Bytes()) {
+		t.Errorf("error body is not a UTF-8 JSON object (%v): %q", err, rec.Body)
+		return errorBody{}, false
+	}
+	if len(members) != 3 {
+		t.Errorf("error body has %d members, want exactly code, message, status: %s", len(members), rec.Body)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
+		t.Errorf("error body: %v; body %s", err, rec.Body)
+		return errorBody{}, false
+	}
+	if eb.Status != rec.Code {
+		t.Errorf("body status: got %d, want the HTTP status %d", eb.Status, rec.Code)
+	}
+	if !codes[eb.Code] {
+		t.Errorf("code: got %q, want one documented for %d", eb.Code, rec.Code)
+	}
+	if eb.Message == "" {
+		t.Errorf("message is empty")
+	}
+	return eb, true
+}
+
+func FuzzCreateCategory(f *testing.F) {
+	for _, s := range createBodySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		// A fresh service per input: the answer depends on the input alone,
+		// so any failure reproduces from its corpus file.
+		env := newTestEnv(t)
+		want := judgeCreateBody(body)
+		rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
+
+		if rec.Code != http.StatusCreated {
+			eb, ok := checkErrorAnswer(t, rec)
+			if want.status == http.StatusCreated {
+				t.Fatalf("got %d %s, want 201 {name %q}", rec.Code, rec.Body, want.name)
+			}
+			if !ok {
+				return
+			}
+			if rec.Code != want.status {
+				t.Errorf("status: got %d, want %d", rec.Code, want.status)
+			}
+			if !want.codes[eb.Code] {
+				t.Errorf("code: got %q, want one of %v; message %q", eb.Code, want.codes, eb.Message)
+			}
+			for _, word := range want.mentions {
+				if !strings.Contains(eb.Message, word) {
+					t.Errorf("message %q does not name %q", eb.Message, word)
+				}
+			}
+			if n := env.store.Len(); n != 0 {
+				t.Errorf("store holds %d categories after a refused create, want 0", n)
+			}
+			return
+		}
+
+		// 201.
+		if want.status != http.StatusCreated {
+			t.Fatalf("got 201 %s, want %d (one of %v): the body is not a valid create", rec.Body, want.status, want.codes)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type: got %q, want application/json", ct)
+		}
+		if got := rec.Header().Get("Location"); got != "/v1/categories/1" {
+			t.Errorf("Location: got %q, want /v1/categories/1", got)
+		}
+		created := bytes.Clone(rec.Body.Bytes())
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(created, &members); err != nil || !utf8.Valid(created) {
+			t.Fatalf("201 body is not a UTF-8 JSON object (%v): %q", err, created)
+		}
+		wantMembers := 2
+		if want.desc != nil {
+			wantMembers = 3
+		}
+		if len(members) != wantMembers {
+			t.Errorf("201 body has %d members, want %d: %s", len(members), wantMembers, created)
+		}
+		var c categoryBody
+		if err := json.Unmarshal(created, &c); err != nil {
+			t.Fatalf("201 body is not a Category: %v; %s", err, created)
+		}
+		if c.ID != 1 {
+			t.Errorf("id: got %d, want 1", c.ID)
+		}
+		if c.Name != want.name {
+			t.Errorf("name: got %q, want %q", c.Name, want.name)
+		}
+		switch {
+		case want.desc == nil && c.Description != nil:
+			t.Errorf("description: got %q, want it absent", *c.Description)
+		case want.desc != nil && (c.Description == nil || *c.Description != *want.desc):
+			t.Errorf("description: got %v, want %q", c.Description, *want.desc)
+		}
+		// What is served later is what the create answered, as encoding/json
+		// would write it.
+		if again := env.do(t, request{method: "GET", path: "/v1/categories/1"}); again.Code != http.StatusOK || !bytes.Equal(again.Body.Bytes(), created) {
+			t.Errorf("GET /v1/categories/1: got %d %s, want 200 %s", again.Code, again.Body, created)
+		}
+		if list := env.do(t, request{method: "GET", path: "/v1/categories"}); list.Body.String() != "["+string(created)+"]" {
+			t.Errorf("list: got %s, want [%s]", list.Body, created)
+		}
+		if nameJSON, _ := json.Marshal(want.name); !bytes.Contains(created, append([]byte(`"name":`), nameJSON...)) {
+			t.Errorf("201 body %s does not encode the name as encoding/json does: %s", created, nameJSON)
+		}
+
+		// The same name again, and in other cases, is a conflict whenever
+		// strings.EqualFold says the names are equal.
+		for _, other := range []string{want.name, strings.ToUpper(want.name), strings.ToLower(want.name), " " + want.name + " "} {
+			if !strings.EqualFold(strings.TrimSpace(other), want.name) {
+				continue
+			}
+			dupBody, _ := json.Marshal(map[string]string{"name": other})
+			dup := env.do(t, request{method: "POST", path: "/v1/categories", body: string(dupBody)})
+			if dup.Code != http.StatusConflict {
+				t.Errorf("create %s after creating %q: got %d %s, want 409", dupBody, want.name, dup.Code, dup.Body)
+				continue
+			}
+			if eb, ok := checkErrorAnswer(t, dup); ok && eb.Code != codeConflict {
+				t.Errorf("create %s: code: got %q, want conflict", dupBody, eb.Code)
+			}
+		}
+		if n := env.store.Len(); n != 1 {
+			t.Errorf("store holds %d categories, want 1", n)
+		}
+	})
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{
+		"", "plain", "Dogs & Cats <3>", `"quoted" \back\slash/`,
+		"\x00\x01\x1f\x7f", "\b\f\n\r\t", "\u2028\u2029", "é ü 🐈 \U0010ffff",
+		"\xff", "\xc3\x28", "\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xef\xbf\xbd",
+		"a\xffb\u2028c<d", strings.Repeat("x", 300) + "\x00",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendJSONString(nil, s)
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("json.Marshal(%q): %v", s, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%s):\n got %s\nwant %s", strconv.Quote(s), got, want)
+		}
+		// It appends: what dst held stays in front.
+		if prefixed := appendJSONString([]byte("prefix"), s); !bytes.Equal(prefixed, append([]byte("prefix"), want...)) {
+			t.Errorf("appendJSONString with a prefix: got %s, want prefix%s", prefixed, want)
+		}
+	})
+}
