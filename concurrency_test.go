@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -39,18 +38,6 @@ func TestConcurrentCreatesSameName(t *testing.T) {
 		testConcurrentSameName(t, newTestEnv(t, withStore(store)))
 		checkReopens(t, store, path)
 	})
-}
-
-// openTestStore opens a journaled store that is closed at the end of the
-// test (Close may be called more than once).
-func openTestStore(t *testing.T, path string) *Store {
-	t.Helper()
-	store, err := openStore(path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("openStore: %v", err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return store
 }
 
 // checkReopens closes store and checks that reopening its journal gives back
