@@ -39,7 +39,7 @@ var (
 )
 
 var (
-	errKeyMissing     = errorf(codeUnauthorized, `missing API key: send "Authorization: Bearer <key>"`)
+	errKeyMissing     = errorf(codeUnauthorized, "missing API key: send it in the Authorization header with the Bearer scheme")
 	errKeyNotAccepted = errorf(codeUnauthorized, "API key not accepted")
 )
 
