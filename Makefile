@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet
+.PHONY: run build test cover fmt-check vet lint-api
 
 run:
 	$(GO) run .
@@ -23,3 +23,11 @@ vet:
 cover:
 	$(GO) test -count=1 -coverprofile=cover.out ./...
 	$(GO) tool cover -func=cover.out | tail -n 1
+
+# Lint the OpenAPI document the service serves (as `petstore -openapi` writes
+# it) with a pinned Redocly CLI, fetched by npx. Needs Node.js and npm.
+REDOCLY ?= @redocly/cli@2.77.0
+lint-api:
+	@mkdir -p build
+	$(GO) run . -openapi > build/openapi.json
+	npx --yes $(REDOCLY) lint build/openapi.json

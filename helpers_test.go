@@ -69,7 +69,12 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	for _, opt := range opts {
 		opt(&d, &extra)
 	}
-	table := append(routes(d), extra...)
+	t.Cleanup(func() { observeAccessLog(logs.Bytes()) })
+	table, err := routes(d)
+	if err != nil {
+		t.Fatalf("routes: %v", err)
+	}
+	table = append(table, extra...)
 	return &testEnv{handler: newHandler(table, d), store: d.store, logs: logs}
 }
 

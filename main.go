@@ -42,15 +42,20 @@ through the environment:
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
 
 With no key configured, a random key is generated and printed once.
+
+  petstore -openapi         write the OpenAPI document to stdout and exit
 `
 
 // run starts the service and serves until ctx is done, then shuts down
 // gracefully. It reads configuration only through getenv.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 {
-		if args[1] == "-h" || args[1] == "-help" || args[1] == "--help" {
+		switch args[1] {
+		case "-h", "-help", "--help":
 			fmt.Fprint(stdout, usage)
 			return nil
+		case "-openapi":
+			return writeOpenAPI(getenv, stdout)
 		}
 		return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[1])
 	}
@@ -71,8 +76,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
 	d := deps{store: store, keys: newKeySet(cfg.keys), log: log, now: time.Now, pets: cfg.pets}
+	table, err := routes(d)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           newHandler(routes(d), d),
+		Handler:           newHandler(table, d),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -107,4 +116,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// writeOpenAPI writes the OpenAPI document that the service would serve with
+// this configuration, so that it can be checked without starting a server.
+func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	table, err := routes(deps{pets: cfg.pets})
+	if err != nil {
+		return err
+	}
+	body, err := buildOpenAPI(table)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(append(body, '\n'))
+	return err
 }

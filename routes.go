@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -37,17 +38,25 @@ type deps struct {
 	pets  deprecation // of GET /v1/pets/{petId}
 }
 
-// routes lists the whole API.
-func routes(d deps) []route {
+// routes lists the whole API, and builds its OpenAPI document from the list.
+func routes(d deps) ([]route, error) {
 	pets := d.pets
-	return []route{
+	doc := &apiDocument{}
+	table := []route{
 		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
 		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store)},
 		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
 		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &pets},
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
+		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: doc, public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 	}
+	body, err := buildOpenAPI(table)
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI document: %w", err)
+	}
+	doc.body = body
+	return table, nil
 }
 
 // newHandler builds the service's handler from a route table. Middleware

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// openAPIStatic holds the parts of the OpenAPI document that the route table
+// cannot say: schemas, servers, wording, and each operation's own responses.
+//
+//go:embed openapi_static.json
+var openAPIStatic []byte
+
+// apiBase is the path segment the documented servers end with: the document's
+// paths are relative to it, and a route outside it (/healthz) is documented
+// with servers at the origin.
+const apiBase = "/v1"
+
+// staticParts is the shape of openapi_static.json.
+type staticParts struct {
+	Document      map[string]any            `json:"document"`      // the document, without paths
+	OriginServers []any                     `json:"originServers"` // servers of routes outside apiBase
+	Errors        map[string]string         `json:"errors"`        // status → description of the answers middleware gives
+	Operations    map[string]map[string]any `json:"operations"`    // operationId → summary, parameters, own responses …
+}
+
+// apiDocument serves the OpenAPI document, built once at start.
+type apiDocument struct {
+	body []byte
+}
+
+func (doc *apiDocument) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, doc.body)
+}
+
+// buildOpenAPI returns the OpenAPI 3.1 document of table. Everything a route
+// entry says (path, method, auth, deprecation, stability) comes from the
+// table; openapi_static.json must describe exactly the table's operations.
+func buildOpenAPI(table []route) ([]byte, error) {
+	var st staticParts
+	if err := json.Unmarshal(openAPIStatic, &st); err != nil {
+		return nil, fmt.Errorf("openapi_static.json: %w", err)
+	}
+	paths := map[string]map[string]any{}
+	described := map[string]bool{}
+	for _, rt := range table {
+		static, ok := st.Operations[rt.operationID]
+		if !ok {
+			return nil, fmt.Errorf("openapi_static.json does not describe %s %s (operation %q)", rt.method, rt.path, rt.operationID)
+		}
+		if described[rt.operationID] {
+			return nil, fmt.Errorf("operation %q is in the route table twice", rt.operationID)
+		}
+		described[rt.operationID] = true
+		op, err := describeOperation(rt, static, st.Errors)
+		if err != nil {
+			return nil, err
+		}
+		docPath, inBase := strings.CutPrefix(rt.path, apiBase)
+		item := paths[docPath]
+		if item == nil {
+			item = map[string]any{}
+			if !inBase {
+				docPath = rt.path
+				item["servers"] = st.OriginServers
+			}
+			paths[docPath] = item
+		}
+		item[strings.ToLower(rt.method)] = op
+	}
+	for id := range st.Operations {
+		if !described[id] {
+			return nil, fmt.Errorf("openapi_static.json describes operation %q, which no route serves", id)
+		}
+	}
+	doc := st.Document
+	doc["security"] = []any{map[string]any{"bearerAuth": []any{}}}
+	doc["paths"] = paths
+	return marshalDocument(doc)
+}
+
+// documentOrder is the order of the document's top-level members; others
+// follow in name order. (encoding/json writes a map's keys sorted.)
+var documentOrder = []string{"openapi", "info", "servers", "security", "tags", "paths", "components"}
+
+// marshalDocument writes doc indented, its top-level members in the order
+// a reader expects.
+func marshalDocument(doc map[string]any) ([]byte, error) {
+	keys := slices.Sorted(maps.Keys(doc))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return cmpRank(slices.Index(documentOrder, a), slices.Index(documentOrder, b))
+	})
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		v, err := json.Marshal(doc[k])
+		if err != nil {
+			return nil, fmt.Errorf("OpenAPI document member %q: %w", k, err)
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(appendJSONString(nil, k))
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// cmpRank orders ranks from slices.Index, with -1 (unranked) last.
+func cmpRank(a, b int) int {
+	if a < 0 {
+		a = len(documentOrder)
+	}
+	if b < 0 {
+		b = len(documentOrder)
+	}
+	return a - b
+}
+
+// describeOperation completes an operation's static description with what
+// its route entry implies: the answers its middleware gives (401, 410, 500;
+// 405 from its path), the headers of every answer, its security, its
+// deprecation and its stability.
+func describeOperation(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
+	op := maps.Clone(static)
+	op["operationId"] = rt.operationID
+	params, _ := op["parameters"].([]any)
+	op["parameters"] = append(slices.Clone(params), ref("#/components/parameters/RequestId"))
+	if rt.public {
+		op["security"] = []any{}
+	}
+	if rt.stability != "" {
+		op["x-stability"] = rt.stability
+	}
+	var deprecationHeaders map[string]any
+	if dep := rt.deprecation; dep != nil {
+		op["deprecated"] = true
+		op["x-sunset"] = dep.sunset.UTC().Format(time.RFC3339)
+		desc, _ := op["description"].(string)
+		op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated since %s; its sunset is %s, after which it answers 410 `gone`.",
+			desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
+		deprecationHeaders = map[string]any{
+			"Deprecation": exactHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", "@"+strconv.FormatInt(dep.at.Unix(), 10)),
+			"Sunset":      exactHeader("When the operation goes away (RFC 8594); from then on it answers 410.", dep.sunset.UTC().Format(http.TimeFormat)),
+		}
+	}
+
+	own, _ := static["responses"].(map[string]any)
+	responses := maps.Clone(own)
+	implied := []string{"405", "500"}
+	if !rt.public {
+		implied = append(implied, "401")
+	}
+	if rt.deprecation != nil {
+		implied = append(implied, "410")
+	}
+	for _, status := range implied {
+		if _, ok := responses[status]; ok {
+			continue // the operation's own wording wins
+		}
+		desc, ok := errs[status]
+		if !ok {
+			return nil, fmt.Errorf("openapi_static.json has no description of status %s", status)
+		}
+		responses[status] = map[string]any{"description": desc}
+	}
+	for status, r := range responses {
+		resp, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("operation %q: response %s is not an object", rt.operationID, status)
+		}
+		resp = maps.Clone(resp)
+		headers, _ := resp["headers"].(map[string]any)
+		headers = maps.Clone(headers)
+		if headers == nil {
+			headers = map[string]any{}
+		}
+		headers["X-Request-Id"] = ref("#/components/headers/X-Request-Id")
+		switch status {
+		case "401":
+			headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
+		case "405":
+			headers["Allow"] = ref("#/components/headers/Allow")
+		}
+		if status != "405" { // a 405 answers for the path, not for this operation
+			maps.Copy(headers, deprecationHeaders)
+		}
+		resp["headers"] = headers
+		if code, _ := strconv.Atoi(status); code >= 400 && resp["content"] == nil {
+			resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref("#/components/schemas/Error")}}
+		}
+		responses[status] = resp
+	}
+	op["responses"] = responses
+	return op, nil
+}
+
+func ref(pointer string) map[string]any { return map[string]any{"$ref": pointer} }
+
+// exactHeader describes a header whose value is fixed by the configuration.
+func exactHeader(description, value string) map[string]any {
+	return map[string]any{
+		"description": description,
+		"required":    true,
+		"schema":      map[string]any{"type": "string", "const": value},
+	}
+}

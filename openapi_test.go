@@ -1,0 +1,513 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tests of the OpenAPI document and of the deprecation mechanism: the
+// document against the route table, its references, the statuses the
+// handler tests observe, and the Deprecation and Sunset headers.
+
+// withPets sets the configured deprecation of GET /v1/pets/{petId}.
+func withPets(dep deprecation) testOption {
+	return func(d *deps, _ *[]route) { d.pets = dep }
+}
+
+// fetchDocument gets the served document, without a key, and decodes it.
+func fetchDocument(t *testing.T, env *testEnv) map[string]any {
+	t.Helper()
+	rec := env.do(t, request{method: "GET", path: "/v1/openapi.json", header: map[string]string{}})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.json without a key: got %d, want 200; body %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatalf("the document is not JSON: %v", err)
+	}
+	return doc
+}
+
+// at follows keys from v through nested objects; nil when one is missing.
+func at(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// documentedOperations maps "METHOD /full/path" (as in the route table) to
+// the operation object, undoing the /v1 base of the servers: a path item
+// with its own servers is served at the origin.
+func documentedOperations(t *testing.T, doc map[string]any) map[string]map[string]any {
+	t.Helper()
+	ops := map[string]map[string]any{}
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok {
+		t.Fatalf("paths is not an object: %v", doc["paths"])
+	}
+	for p, item := range paths {
+		item := item.(map[string]any)
+		full := "/v1" + p
+		if item["servers"] != nil {
+			full = p
+		}
+		for method, op := range item {
+			if method == "servers" || method == "parameters" || method == "summary" || method == "description" {
+				continue
+			}
+			ops[strings.ToUpper(method)+" "+full] = op.(map[string]any)
+		}
+	}
+	return ops
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	doc := fetchDocument(t, newTestEnv(t))
+
+	if v, _ := doc["openapi"].(string); !regexp.MustCompile(`^3\.1\.\d+$`).MatchString(v) {
+		t.Errorf("openapi: got %q, want 3.1.x", v)
+	}
+	if v := at(doc, "info", "version"); v != "1.0.0" {
+		t.Errorf("info.version: got %v, want 1.0.0", v)
+	}
+	if v := at(doc, "info", "title"); v == nil || v == "" {
+		t.Errorf("info.title is missing")
+	}
+
+	servers, _ := doc["servers"].([]any)
+	var names []string
+	for _, s := range servers {
+		url, _ := at(s, "url").(string)
+		names = append(names, fmt.Sprint(at(s, "description")))
+		variable := strings.Trim(url, "{}")
+		def, _ := at(s, "variables", variable, "default").(string)
+		if !strings.HasSuffix(def, "/v1") {
+			t.Errorf("server %v: url %q must be a variable whose default ends with /v1, got default %q", at(s, "description"), url, def)
+		}
+	}
+	if !slices.Equal(names, []string{"Production", "Staging"}) {
+		t.Errorf("servers: got %v, want Production and Staging", names)
+	}
+
+	if v := at(doc, "components", "securitySchemes", "bearerAuth"); at(v, "type") != "http" || at(v, "scheme") != "bearer" {
+		t.Errorf("bearerAuth security scheme: got %v", v)
+	}
+	security, _ := json.Marshal(doc["security"])
+	if string(security) != `[{"bearerAuth":[]}]` {
+		t.Errorf("global security: got %s, want bearerAuth", security)
+	}
+
+	for schema, required := range map[string][]any{
+		"NewCategory": {"name"},
+		"Category":    {"id", "name"},
+		"Error":       {"code", "message", "status"},
+	} {
+		s := at(doc, "components", "schemas", schema)
+		if got, _ := at(s, "required").([]any); !slices.Equal(got, required) {
+			t.Errorf("schema %s: required %v, want %v", schema, got, required)
+		}
+	}
+	if id := at(doc, "components", "schemas", "Category", "properties", "id"); at(id, "type") != "integer" || at(id, "format") != "int64" {
+		t.Errorf("Category.id: got %v, want integer int64", id)
+	}
+	if n := at(doc, "components", "schemas", "NewCategory", "properties", "name"); at(n, "maxLength") != 100.0 || at(n, "minLength") != 1.0 {
+		t.Errorf("NewCategory.name bounds: got %v, want 1..100", n)
+	}
+	var codes []string
+	for _, c := range at(doc, "components", "schemas", "Error", "properties", "code", "enum").([]any) {
+		codes = append(codes, c.(string))
+	}
+	for code := range statusOf {
+		if !slices.Contains(codes, code) {
+			t.Errorf("Error.code enum lacks %q", code)
+		}
+	}
+}
+
+// Every $ref in the document points at something in it.
+func TestOpenAPIReferencesResolve(t *testing.T) {
+	t.Parallel()
+	doc := fetchDocument(t, newTestEnv(t))
+	refs := 0
+	var walk func(v any, where string)
+	walk = func(v any, where string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["$ref"].(string); ok {
+				refs++
+				if _, err := resolvePointer(doc, r); err != nil {
+					t.Errorf("%s: $ref %q: %v", where, r, err)
+				}
+			}
+			for k, child := range v {
+				walk(child, where+"/"+k)
+			}
+		case []any:
+			for i, child := range v {
+				walk(child, where+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "#")
+	if refs < 10 {
+		t.Errorf("found %d $refs; the walk is not seeing the document", refs)
+	}
+	if _, err := resolvePointer(doc, "#/components/schemas/Nope"); err == nil {
+		t.Errorf("resolvePointer accepted a pointer to nothing")
+	}
+}
+
+// resolvePointer resolves a local JSON pointer (RFC 6901) in doc.
+func resolvePointer(doc any, ref string) (any, error) {
+	pointer, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, fmt.Errorf("not a local reference")
+	}
+	v := doc
+	for _, token := range strings.Split(pointer, "/")[1:] {
+		token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
+		switch node := v.(type) {
+		case map[string]any:
+			child, ok := node[token]
+			if !ok {
+				return nil, fmt.Errorf("no member %q", token)
+			}
+			v = child
+		case []any:
+			i, err := strconv.Atoi(token)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, fmt.Errorf("no element %q", token)
+			}
+			v = node[i]
+		default:
+			return nil, fmt.Errorf("cannot descend into %T at %q", v, token)
+		}
+	}
+	return v, nil
+}
+
+// The document and the route table describe the same operations, with the
+// same auth, deprecation and stability.
+func TestOpenAPIMatchesRouteTable(t *testing.T) {
+	t.Parallel()
+	dep := deprecation{at: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), sunset: time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)}
+	env := newTestEnv(t, withPets(dep))
+	ops := documentedOperations(t, fetchDocument(t, env))
+	table, err := routes(deps{store: newMemoryStore(), pets: dep})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inTable := map[string]bool{}
+	for _, rt := range table {
+		key := rt.method + " " + rt.path
+		inTable[key] = true
+		op, ok := ops[key]
+		if !ok {
+			t.Errorf("%s is in the route table but not in the document", key)
+			continue
+		}
+		if op["operationId"] != rt.operationID {
+			t.Errorf("%s: operationId %v, want %s", key, op["operationId"], rt.operationID)
+		}
+		security, present := op["security"]
+		if public := present && len(security.([]any)) == 0; public != rt.public {
+			t.Errorf("%s: documented without auth = %v, route public = %v", key, public, rt.public)
+		}
+		if deprecated := op["deprecated"] == true; deprecated != (rt.deprecation != nil) {
+			t.Errorf("%s: documented deprecated = %v, route deprecated = %v", key, deprecated, rt.deprecation != nil)
+		}
+		if got, _ := op["x-stability"].(string); got != rt.stability {
+			t.Errorf("%s: x-stability %q, route stability %q", key, got, rt.stability)
+		}
+		responses, _ := op["responses"].(map[string]any)
+		if !rt.public && responses["401"] == nil {
+			t.Errorf("%s needs a key but does not document 401", key)
+		}
+		for status, r := range responses {
+			headers, _ := at(r, "headers").(map[string]any)
+			if headers["X-Request-Id"] == nil {
+				t.Errorf("%s %s: X-Request-Id not documented", key, status)
+			}
+			_, hasDeprecation := headers["Deprecation"]
+			_, hasSunset := headers["Sunset"]
+			wantHeaders := rt.deprecation != nil && status != "405"
+			if hasDeprecation != wantHeaders || hasSunset != wantHeaders {
+				t.Errorf("%s %s: Deprecation/Sunset documented = %v/%v, want %v", key, status, hasDeprecation, hasSunset, wantHeaders)
+			}
+			if code, _ := strconv.Atoi(status); code >= 400 && at(r, "content", "application/json", "schema", "$ref") != "#/components/schemas/Error" {
+				t.Errorf("%s %s: body is not the Error schema", key, status)
+			}
+		}
+		if rt.deprecation != nil {
+			for status, r := range responses {
+				if status == "405" {
+					continue
+				}
+				if got := at(r, "headers", "Deprecation", "schema", "const"); got != "@1772600767" {
+					t.Errorf("%s %s: Deprecation value %v, want @1772600767 (the configured instant)", key, status, got)
+				}
+				if got := at(r, "headers", "Sunset", "schema", "const"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
+					t.Errorf("%s %s: Sunset value %v, want the configured instant", key, status, got)
+				}
+			}
+			if got := op["x-sunset"]; got != "2027-08-09T10:11:12Z" {
+				t.Errorf("%s: x-sunset %v, want 2027-08-09T10:11:12Z", key, got)
+			}
+		}
+	}
+	for key := range ops {
+		if !inTable[key] {
+			t.Errorf("%s is documented but not in the route table", key)
+		}
+	}
+	for key, want := range map[string]struct{ header, status string }{
+		"POST /v1/categories":     {"Location", "201"},
+		"GET /v1/categories":      {"ETag", "200"},
+		"GET /v1/categories/{id}": {"Allow", "405"},
+		"GET /v1/store/orders":    {"WWW-Authenticate", "401"},
+	} {
+		if at(ops[key], "responses", want.status, "headers", want.header) == nil {
+			t.Errorf("%s %s: %s header not documented", key, want.status, want.header)
+		}
+	}
+	if got := at(ops["GET /v1/categories/{id}"], "x-stability"); got != "experimental" {
+		t.Errorf("GET /v1/categories/{id}: x-stability %v, want experimental", got)
+	}
+	if got := at(ops["GET /v1/pets/{petId}"], "deprecated"); got != true {
+		t.Errorf("GET /v1/pets/{petId}: deprecated %v, want true", got)
+	}
+}
+
+// The document cannot be built when the route table and the static parts
+// disagree, in either direction.
+func TestBuildOpenAPIRefusesDrift(t *testing.T) {
+	t.Parallel()
+	table, err := routes(deps{store: newMemoryStore(), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	undescribed := append(slices.Clone(table), route{method: "DELETE", path: "/v1/categories/{id}", operationID: "deleteCategory", handler: http.NotFoundHandler()})
+	if _, err := buildOpenAPI(undescribed); err == nil || !strings.Contains(err.Error(), "deleteCategory") {
+		t.Errorf("a route the static parts do not describe: got %v, want an error naming it", err)
+	}
+	if _, err := buildOpenAPI(table[1:]); err == nil || !strings.Contains(err.Error(), table[0].operationID) {
+		t.Errorf("a described operation no route serves: got %v, want an error naming %s", err, table[0].operationID)
+	}
+	twice := append(slices.Clone(table), table[0])
+	if _, err := buildOpenAPI(twice); err == nil {
+		t.Errorf("an operation twice in the table was accepted")
+	}
+}
+
+// `petstore -openapi` writes exactly the document the service serves.
+func TestRunWritesOpenAPI(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-03-04T05:06:07Z", "PETSTORE_PETS_SUNSET": "2027-08-09T10:11:12Z"}
+	err := run(context.Background(), []string{"petstore", "-openapi"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run -openapi: %v; stderr %s", err, &stderr)
+	}
+	served := newTestEnv(t, withPets(deprecation{at: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), sunset: time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)})).
+		do(t, request{method: "GET", path: "/v1/openapi.json", header: map[string]string{}}).Body.String()
+	if got := stdout.String(); got != served+"\n" {
+		t.Errorf("run -openapi wrote %d bytes that differ from the %d served", len(got), len(served))
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("run -openapi wrote to stderr: %s", &stderr)
+	}
+}
+
+// Every answer of the deprecated operation carries Deprecation and Sunset
+// with the configured values; no other operation's answers do.
+func TestDeprecationHeaders(t *testing.T) {
+	t.Parallel()
+	dep := deprecation{at: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), sunset: time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)}
+	const (
+		wantDeprecation = "@1772600767"
+		wantSunset      = "Mon, 09 Aug 2027 10:11:12 GMT"
+	)
+	beforeSunset, atSunset := dep.sunset.Add(-time.Second), dep.sunset
+	// A deprecated route that succeeds, registered only by this test: the
+	// headers come from the route's deprecation, whatever the handler.
+	okRoute := route{method: "GET", path: "/v1/test/deprecated-ok", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, []byte(`{}`))
+	}), deprecation: &dep}
+	noKey := map[string]string{}
+	badKey := map[string]string{"Authorization": "Bearer not-a-key"}
+
+	tests := []struct {
+		name   string
+		now    time.Time
+		path   string
+		header map[string]string
+		status int
+	}{
+		{"200 of a deprecated route", beforeSunset, "/v1/test/deprecated-ok", nil, http.StatusOK},
+		{"501 before the sunset", beforeSunset, "/v1/pets/1", nil, http.StatusNotImplemented},
+		{"401 without a key", beforeSunset, "/v1/pets/1", noKey, http.StatusUnauthorized},
+		{"401 with a wrong key", beforeSunset, "/v1/pets/1", badKey, http.StatusUnauthorized},
+		{"410 at the sunset instant", atSunset, "/v1/pets/1", nil, http.StatusGone},
+		{"410 after the sunset", atSunset.Add(24 * time.Hour), "/v1/pets/1", nil, http.StatusGone},
+		{"401 after the sunset", atSunset.Add(time.Hour), "/v1/pets/1", noKey, http.StatusUnauthorized},
+		{"410 of a deprecated route after its sunset", atSunset, "/v1/test/deprecated-ok", nil, http.StatusGone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, withPets(dep), withNow(tt.now), withRoute(okRoute))
+			for _, method := range []string{"GET", "HEAD"} {
+				rec := env.do(t, request{method: method, path: tt.path, header: tt.header})
+				if rec.Code != tt.status {
+					t.Fatalf("%s %s: got %d, want %d; body %s", method, tt.path, rec.Code, tt.status, rec.Body)
+				}
+				if got := rec.Header().Values("Deprecation"); !slices.Equal(got, []string{wantDeprecation}) {
+					t.Errorf("%s: Deprecation %q, want %q", method, got, wantDeprecation)
+				}
+				if got := rec.Header().Values("Sunset"); !slices.Equal(got, []string{wantSunset}) {
+					t.Errorf("%s: Sunset %q, want %q", method, got, wantSunset)
+				}
+				if method == "GET" && tt.status == http.StatusGone {
+					mustError(t, rec, http.StatusGone, codeGone)
+				}
+			}
+		})
+	}
+
+	// No other operation carries them, whatever its answer.
+	env := newTestEnv(t, withPets(dep), withNow(atSunset.Add(time.Hour)))
+	env.mustCreate(t, "dog")
+	for _, req := range []request{
+		{method: "GET", path: "/v1/categories"},
+		{method: "GET", path: "/v1/categories", header: noKey},
+		{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`},
+		{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`},
+		{method: "GET", path: "/v1/categories/1"},
+		{method: "GET", path: "/v1/categories/9"},
+		{method: "GET", path: "/v1/store/orders"},
+		{method: "GET", path: "/v1/openapi.json", header: noKey},
+		{method: "GET", path: "/healthz", header: noKey},
+		{method: "DELETE", path: "/v1/pets/1"},
+		{method: "GET", path: "/v1/nope"},
+	} {
+		rec := env.do(t, req)
+		if rec.Header().Get("Deprecation") != "" || rec.Header().Get("Sunset") != "" {
+			t.Errorf("%s %s (%d) carries Deprecation %q, Sunset %q", req.method, req.path, rec.Code, rec.Header().Get("Deprecation"), rec.Header().Get("Sunset"))
+		}
+	}
+}
+
+// Observed statuses. Every handler test's access log is read when the test
+// ends (newTestEnv registers it), and TestMain checks, after all tests ran,
+// that each status a route answered with is documented for its operation.
+// A pattern without a method is a path's 405 handler: every operation of
+// that path must document 405.
+var observedStatuses = struct {
+	sync.Mutex
+	byRoute map[string]map[int]bool // log "route" → statuses
+}{byRoute: map[string]map[int]bool{}}
+
+func observeAccessLog(logs []byte) {
+	observedStatuses.Lock()
+	defer observedStatuses.Unlock()
+	for line := range bytes.Lines(logs) {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Route  string `json:"route"`
+			Status int    `json:"status"`
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.Msg != "request" || rec.Route == "" {
+			continue
+		}
+		if observedStatuses.byRoute[rec.Route] == nil {
+			observedStatuses.byRoute[rec.Route] = map[int]bool{}
+		}
+		observedStatuses.byRoute[rec.Route][rec.Status] = true
+	}
+}
+
+// undocumentedStatuses lists the observed statuses the document does not
+// give for their operation.
+func undocumentedStatuses() ([]string, int, error) {
+	table, err := routes(deps{store: newMemoryStore(), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}})
+	if err != nil {
+		return nil, 0, err
+	}
+	body, err := buildOpenAPI(table)
+	if err != nil {
+		return nil, 0, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, 0, err
+	}
+	documented := func(method, path string, status int) bool {
+		docPath, inBase := strings.CutPrefix(path, "/v1")
+		if !inBase {
+			docPath = path
+		}
+		return at(doc, "paths", docPath, strings.ToLower(method), "responses", strconv.Itoa(status)) != nil
+	}
+
+	observedStatuses.Lock()
+	defer observedStatuses.Unlock()
+	var missing []string
+	checked := 0
+	for pattern, statuses := range observedStatuses.byRoute {
+		method, path, hasMethod := strings.Cut(pattern, " ")
+		for status := range statuses {
+			for _, rt := range table {
+				if hasMethod && (rt.method != method || rt.path != path) || !hasMethod && rt.path != pattern {
+					continue // not this route, or a route only a test registers
+				}
+				checked++
+				if !documented(rt.method, rt.path, status) {
+					missing = append(missing, fmt.Sprintf("%s %s answered %d (seen as route %q)", rt.method, rt.path, status, pattern))
+				}
+			}
+		}
+	}
+	slices.Sort(missing)
+	return missing, checked, nil
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if code == 0 {
+		missing, checked, err := undocumentedStatuses()
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "FAIL: checking observed statuses:", err)
+			code = 1
+		case len(missing) > 0:
+			fmt.Fprintln(os.Stderr, "FAIL: statuses observed in tests but not documented in the OpenAPI document:\n\t"+strings.Join(missing, "\n\t"))
+			code = 1
+		case checked == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short():
+			fmt.Fprintln(os.Stderr, "FAIL: the whole suite ran but no status was observed: is the access log still read?")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
