@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,4 +67,163 @@ func runClients(b *testing.B, clients int, op func(i int64)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// discardWriter is a ResponseWriter that keeps nothing, so that benchmarks
+// measure the handler and not a recorder's buffer.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.header }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(status int)      { w.status = status }
+
+// serveBench sends r through h b.N times, with a fresh header map each
+// time as net/http gives, and checks the status of the last answer.
+func serveBench(b *testing.B, h http.Handler, r *http.Request, want int) {
+	b.Helper()
+	w := &discardWriter{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		w.header, w.status = make(http.Header, 8), 0
+		h.ServeHTTP(w, r)
+	}
+	b.StopTimer()
+	if w.status != want {
+		b.Fatalf("status: got %d, want %d", w.status, want)
+	}
+}
+
+// benchEnv is a handler over a memory store holding n categories with names
+// of about 20 characters, logging to io.Discard.
+func benchEnv(b *testing.B, n int) *testEnv {
+	b.Helper()
+	env := newTestEnv(b, withLogTo(io.Discard))
+	for i := range n {
+		if _, _, err := env.store.Create(NewCategory{Name: benchName(i + 1)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return env
+}
+
+// benchName is a category name of 20 characters.
+func benchName(i int) string { return fmt.Sprintf("category-%011d", i) }
+
+// BenchmarkList measures GET /v1/categories through the whole handler. Its
+// allocs/op must not grow with the number of categories: the list is served
+// from bytes encoded at create time.
+//
+//	go test -run '^$' -bench 'BenchmarkList$' -benchmem .
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{10, 100, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("categories=%d", n), func(b *testing.B) {
+			env := benchEnv(b, n)
+			r := httptest.NewRequest("GET", "/v1/categories", nil)
+			r.Header.Set("Authorization", "Bearer "+testKey)
+			list, _, _ := env.store.List()
+			b.SetBytes(int64(len(list) + 1))
+			serveBench(b, env.handler, r, http.StatusOK)
+		})
+	}
+}
+
+// BenchmarkListNotModified measures a revalidation that answers 304.
+func BenchmarkListNotModified(b *testing.B) {
+	env := benchEnv(b, 100)
+	_, etag, _ := env.store.List()
+	r := httptest.NewRequest("GET", "/v1/categories", nil)
+	r.Header.Set("Authorization", "Bearer "+testKey)
+	r.Header.Set("If-None-Match", etag[0])
+	serveBench(b, env.handler, r, http.StatusNotModified)
+}
+
+// BenchmarkGetCategory measures GET /v1/categories/{id}.
+func BenchmarkGetCategory(b *testing.B) {
+	env := benchEnv(b, 10_000)
+	r := httptest.NewRequest("GET", "/v1/categories/5000", nil)
+	r.Header.Set("Authorization", "Bearer "+testKey)
+	serveBench(b, env.handler, r, http.StatusOK)
+}
+
+// BenchmarkAuth measures the bearer check alone, with 1 and 4 accepted keys
+// (every key is compared, in constant time).
+func BenchmarkAuth(b *testing.B) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, keys := range []int{1, 4} {
+		accepted := []string{testKey}
+		for i := 1; i < keys; i++ {
+			accepted = append(accepted, fmt.Sprintf("another-key-%d", i))
+		}
+		h := requireKey(newKeySet(accepted), ok)
+		for _, tc := range []struct {
+			name, header string
+			want         int
+		}{
+			{"accepted", "Bearer " + testKey, http.StatusNoContent},
+			{"refused", "Bearer not-the-key", http.StatusUnauthorized},
+			{"missing", "", http.StatusUnauthorized},
+		} {
+			b.Run(fmt.Sprintf("keys=%d/%s", keys, tc.name), func(b *testing.B) {
+				r := httptest.NewRequest("GET", "/v1/categories", nil)
+				if tc.header != "" {
+					r.Header.Set("Authorization", tc.header)
+				}
+				serveBench(b, h, r, tc.want)
+			})
+		}
+	}
+}
+
+// BenchmarkReplay measures start-up: opening a journal of 1,000,000
+// categories (names of 20 characters) and replaying it into memory. It
+// reports the heap the store keeps per category.
+//
+//	go test -run '^$' -bench 'BenchmarkReplay$' -benchtime 3x .
+func BenchmarkReplay(b *testing.B) {
+	const n = 1_000_000
+	path := filepath.Join(b.TempDir(), "replay.jsonl")
+	writeBenchJournal(b, path, n)
+	var heapPerCategory float64
+	b.ResetTimer()
+	for range b.N {
+		before := liveHeap()
+		s, err := openStore(path, discardLogger())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if s.Len() != n {
+			b.Fatalf("replayed %d categories, want %d", s.Len(), n)
+		}
+		heapPerCategory = float64(liveHeap()-before) / n
+		runtime.KeepAlive(s)
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(heapPerCategory, "heap-B/category")
+}
+
+// writeBenchJournal writes a journal of n categories named by benchName.
+func writeBenchJournal(b *testing.B, path string, n int) {
+	b.Helper()
+	buf := make([]byte, 0, 48*n)
+	buf = append(buf, journalHeader+"\n"...)
+	for i := 1; i <= n; i++ {
+		buf = append((Category{ID: int64(i), Name: benchName(i)}).appendJSON(buf), '\n')
+	}
+	if err := os.WriteFile(path, buf, 0o600); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

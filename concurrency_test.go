@@ -44,12 +44,12 @@ func TestConcurrentCreatesSameName(t *testing.T) {
 // exactly the same list.
 func checkReopens(t *testing.T, store *Store, path string) {
 	t.Helper()
-	before, etagBefore := store.List()
+	before, etagBefore, _ := store.List()
 	if err := store.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	reopened := openTestStore(t, path)
-	after, etagAfter := reopened.List()
+	after, etagAfter, _ := reopened.List()
 	if !bytes.Equal(after, before) {
 		t.Errorf("list after reopening differs:\n got %s\nwant %s", after, before)
 	}

@@ -15,7 +15,7 @@ var (
 // by id, served from the store's encoded snapshot, with an ETag.
 func handleCategoryList(store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		list, etag := store.List()
+		list, etag, length := store.List()
 		h := w.Header()
 		h["Etag"] = etag
 		h["Cache-Control"] = listCacheControl
@@ -24,7 +24,7 @@ func handleCategoryList(store *Store) http.Handler {
 			return
 		}
 		h["Content-Type"] = jsonContentType
-		h["Content-Length"] = []string{strconv.Itoa(len(list) + len(listClose))}
+		h["Content-Length"] = length
 		w.WriteHeader(http.StatusOK)
 		w.Write(list)
 		w.Write(listClose)

@@ -20,6 +20,8 @@ type accessRecorder struct {
 	status int
 	bytes  int64
 	err    error
+
+	requestID [1]string // backs the X-Request-Id header value
 }
 
 func (rec *accessRecorder) WriteHeader(status int) {
@@ -53,10 +55,13 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
-			id = idPrefix + strconv.FormatUint(seq.Add(1), 10)
+			var buf [64]byte
+			id = string(strconv.AppendUint(append(buf[:0], idPrefix...), seq.Add(1), 10))
 		}
-		w.Header()["X-Request-Id"] = []string{id}
+		// One allocation for the recorder and the header value.
 		rec := &accessRecorder{ResponseWriter: w}
+		rec.requestID[0] = id
+		w.Header()["X-Request-Id"] = rec.requestID[:]
 		next.ServeHTTP(rec, r)
 
 		level := slog.LevelInfo

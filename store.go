@@ -57,9 +57,10 @@ type item struct {
 // writer only appends beyond len(list) and len(items), so a snapshot's bytes
 // never change.
 type snapshot struct {
-	list  []byte
-	items []item
-	etag  []string // the ETag header value
+	list   []byte
+	items  []item
+	etag   []string // the ETag header value
+	length []string // the Content-Length header value of the list answer
 }
 
 // createRequest is one Create waiting for the writer.
@@ -93,15 +94,20 @@ func newMemoryStore() *Store {
 func (s *Store) publish() {
 	n := len(s.items)
 	etag := `"` + strconv.Itoa(n) + "-" + strconv.FormatUint(uint64(s.crc), 16) + `"`
-	s.snap.Store(&snapshot{list: s.list[:len(s.list):len(s.list)], items: s.items[:n:n], etag: []string{etag}})
+	s.snap.Store(&snapshot{
+		list:   s.list[:len(s.list):len(s.list)],
+		items:  s.items[:n:n],
+		etag:   []string{etag},
+		length: []string{strconv.Itoa(len(s.list) + 1)}, // the list and its "]"
+	})
 }
 
-// List returns the JSON array of all categories, sorted by id, and its ETag.
-// The caller must not modify the bytes; the array's closing "]" is not part
-// of them (see writeList).
-func (s *Store) List() (openList []byte, etag []string) {
+// List returns the JSON array of all categories, sorted by id, its ETag and
+// the Content-Length of the whole array, as header values. The caller must
+// not modify them; the array's closing "]" is not part of the bytes.
+func (s *Store) List() (openList []byte, etag, length []string) {
 	snap := s.snap.Load()
-	return snap.list, snap.etag
+	return snap.list, snap.etag, snap.length
 }
 
 // Len returns the number of categories.

@@ -38,7 +38,7 @@ func mustStoreCreate(t *testing.T, s *Store, name string) Category {
 }
 
 func listString(s *Store) string {
-	list, _ := s.List()
+	list, _, _ := s.List()
 	return string(list) + "]"
 }
 
