@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load
 
 run:
 	$(GO) run .
@@ -31,3 +31,12 @@ lint-api:
 	@mkdir -p build
 	$(GO) run . -openapi > build/openapi.json
 	npx --yes $(REDOCLY) lint build/openapi.json
+
+# Go benchmarks (not part of `make test`, which runs each once as a smoke test).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Load test: petstore against a bare net/http baseline with wrk, each pinned
+# to its own CPU; prints a table of medians and target ratios (bench/load.sh).
+bench-load:
+	bench/load.sh

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# make bench-load: petstore against a bare net/http baseline (bench/baseline)
+# on loopback. Each server is pinned to CPU 0 with taskset and wrk to CPU 1.
+# Every scenario runs RUNS times for DURATION; the table shows medians and the
+# ratios the performance targets are stated in. Takes about 3 minutes.
+#
+#   make bench-load                      # RUNS=3 DURATION=5s
+#   RUNS=5 DURATION=10s make bench-load
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-64}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+PORT=${PORT:-18080}
+OUT=bench/out
+mkdir -p "$OUT"
+
+say() { printf '%s\n' "$*" >&2; }
+
+if ! command -v wrk >/dev/null 2>&1; then
+	say "wrk is not installed; installing it with apt-get"
+	sudo_cmd=""
+	[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+	if ! { $sudo_cmd apt-get install -y wrk >/dev/null 2>&1 || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y wrk >/dev/null 2>&1; }; }; then
+		say "bench-load: wrk is missing and could not be installed with apt-get; install wrk and run again"
+		exit 1
+	fi
+fi
+for tool in taskset curl awk; do
+	command -v "$tool" >/dev/null 2>&1 || { say "bench-load: $tool is required"; exit 1; }
+done
+if [ "$(nproc)" -lt 2 ]; then
+	say "bench-load: needs 2 CPUs (one for the server, one for wrk); this machine has $(nproc)"
+	exit 1
+fi
+
+say "building petstore and the baseline"
+go build -o "$OUT/petstore" .
+go build -o "$OUT/baseline" ./bench/baseline
+
+# A throwaway key for this run; it is never printed.
+KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+AUTH="Authorization: Bearer $KEY"
+BASE="http://127.0.0.1:$PORT"
+server_pid=""
+
+stop_server() {
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		server_pid=""
+	fi
+}
+trap stop_server EXIT
+
+wait_ready() {
+	for _ in $(seq 1 100); do
+		curl -fs -o /dev/null "$BASE/healthz" && return 0
+		kill -0 "$server_pid" 2>/dev/null || { say "bench-load: the server exited at start"; exit 1; }
+		sleep 0.1
+	done
+	say "bench-load: the server did not become ready in 10 s"
+	exit 1
+}
+
+# start_petstore DATA: petstore with every feature on (auth, access log,
+# request ids, journal unless DATA is :memory:). The access log goes to
+# /dev/null: one write per request, as to a file, without filling the disk.
+start_petstore() {
+	stop_server
+	PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$1" \
+		taskset -c "$SERVER_CPU" "$OUT/petstore" 2>/dev/null &
+	server_pid=$!
+	wait_ready
+}
+
+# start_baseline LIST_FILE
+start_baseline() {
+	stop_server
+	BASELINE_ADDR="127.0.0.1:$PORT" BASELINE_LIST="$1" taskset -c "$SERVER_CPU" "$OUT/baseline" 2>/dev/null &
+	server_pid=$!
+	wait_ready
+}
+
+# journal N FILE: a petstore journal of N categories named like benchmarks'.
+journal() {
+	awk -v n="$1" 'BEGIN {
+		print "{\"format\":\"petstore-categories\",\"version\":1}"
+		for (i = 1; i <= n; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i
+	}' >"$2"
+}
+
+# load CONNS [wrk args...]: one wrk run; prints "requests/s p99_µs errors".
+load() {
+	local conns=$1
+	shift
+	local report
+	report=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"$DURATION" --latency -H "$AUTH" "$@")
+	awk '
+		/Requests\/sec:/ { rps = $2 }
+		$1 == "99%" {
+			v = $2
+			if (v ~ /us$/) { sub(/us$/, "", v); p99 = v }
+			else if (v ~ /ms$/) { sub(/ms$/, "", v); p99 = v * 1000 }
+			else if (v ~ /s$/) { sub(/s$/, "", v); p99 = v * 1000000 }
+		}
+		/Non-2xx or 3xx responses:/ { errors = $NF }
+		/Socket errors:/ { errors = errors + 1 }
+		END { printf "%.0f %.0f %d\n", rps, p99, errors }
+	' <<<"$report"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+declare -A RPS P99
+# scenario NAME START_CMD CONNS [wrk args...]: RUNS runs; a POST scenario
+# restarts its server before each run so that every name is new.
+scenario() {
+	local name=$1 start=$2 conns=$3
+	shift 3
+	local rps_runs="" p99_runs=""
+	for run in $(seq 1 "$RUNS"); do
+		if [ "$run" -eq 1 ] || [[ "$*" == *post.lua* ]]; then
+			eval "$start"
+		fi
+		read -r rps p99 errors < <(load "$conns" "$@")
+		if [ "${errors:-0}" -ne 0 ]; then
+			say "bench-load: $name run $run had $errors failed or non-2xx/3xx answers; its numbers are not valid"
+			exit 1
+		fi
+		say "  $name run $run: $rps requests/s, p99 ${p99} µs"
+		rps_runs+="$rps"$'\n'
+		p99_runs+="$p99"$'\n'
+	done
+	RPS[$name]=$(printf '%s' "$rps_runs" | median)
+	P99[$name]=$(printf '%s' "$p99_runs" | median)
+}
+
+for n in 100 10000; do
+	journal "$n" "$OUT/list-$n.jsonl"
+	start_petstore "$OUT/list-$n.jsonl"
+	curl -fs -H "$AUTH" "$BASE/v1/categories" >"$OUT/list-$n.json"
+	say "GET /v1/categories with $n categories"
+	scenario "petstore GET $n" "start_petstore $OUT/list-$n.jsonl" "$CONNS" "$BASE/v1/categories"
+	scenario "baseline GET $n" "start_baseline $OUT/list-$n.json" "$CONNS" "$BASE/v1/categories"
+done
+
+fresh_journal() { rm -f "$OUT/durable.jsonl" "$OUT/durable.jsonl.torn"; start_petstore "$OUT/durable.jsonl"; }
+say "POST /v1/categories"
+scenario "petstore POST :memory: c$CONNS" "start_petstore :memory:" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
+scenario "baseline POST c$CONNS" "start_baseline $OUT/list-100.json" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
+scenario "petstore POST durable c$CONNS" "fresh_journal" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
+scenario "petstore POST durable c1" "fresh_journal" 1 -s bench/post.lua "$BASE/v1/categories"
+stop_server
+rm -f "$OUT/durable.jsonl"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t : r <= t); print (ok ? "ok" : "MISSED") }'; }
+
+{
+	echo "petstore bench-load, $(date -u +%Y-%m-%d), $(nproc) CPUs: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+	echo "server on CPU $SERVER_CPU, wrk -t1 on CPU $LOAD_CPU, $RUNS runs of $DURATION each, medians; $(go version | awk '{ print $3 }')"
+	echo
+	printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
+	printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
+	for name in "petstore GET 100" "baseline GET 100" "petstore GET 10000" "baseline GET 10000" \
+		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1"; do
+		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
+	done
+	echo
+	printf '| %-58s | %6s | %6s | %-6s |\n' "target" "ratio" "goal" "result"
+	printf '|%s|%s|%s|%s|\n' "------------------------------------------------------------" "-------:" "-------:" "--------"
+	row() { printf '| %-58s | %6s | %6s | %-6s |\n' "$1" "$2" "$3 $4" "$(check "$2" "$4" "$3")"; }
+	row "GET 100: petstore / baseline requests/s" "$(ratio "${RPS[petstore GET 100]}" "${RPS[baseline GET 100]}")" ">=" 0.9
+	row "GET 100: petstore / baseline p99 latency" "$(ratio "${P99[petstore GET 100]}" "${P99[baseline GET 100]}")" "<=" 1.5
+	row "GET 10000: petstore / baseline requests/s" "$(ratio "${RPS[petstore GET 10000]}" "${RPS[baseline GET 10000]}")" ">=" 0.9
+	row "POST :memory: / baseline POST requests/s" "$(ratio "${RPS[petstore POST :memory: c$CONNS]}" "${RPS[baseline POST c$CONNS]}")" ">=" 0.8
+	row "POST durable c$CONNS / POST :memory: c$CONNS" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST :memory: c$CONNS]}")" ">=" 0.6
+	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
+} | tee "$OUT/results.md"
