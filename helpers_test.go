@@ -44,6 +44,12 @@ func withLogTo(w io.Writer) testOption {
 	return func(d *deps, _ *[]route) { d.log = slog.New(slog.NewJSONHandler(w, nil)) }
 }
 
+// withAccessLogTo sends the access log lines of answers below 500 to w;
+// the others stay in testEnv.logs.
+func withAccessLogTo(w io.Writer) testOption {
+	return func(d *deps, _ *[]route) { d.access = slog.New(slog.NewJSONHandler(w, nil)) }
+}
+
 // withStore serves from store instead of a new memory store.
 func withStore(s *Store) testOption {
 	return func(d *deps, _ *[]route) { d.store = s }

@@ -72,7 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	sink := newLogSink(stderr, logFlushSize, logFlushDelay)
+	defer sink.Close()
+	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
 	store, err := openStore(cfg.dataPath, log)
 	if err != nil {
@@ -89,7 +91,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
-	d := deps{store: store, keys: newKeySet(cfg.keys), log: log, now: time.Now, pets: cfg.pets}
+	d := deps{
+		store:  store,
+		keys:   newKeySet(cfg.keys),
+		log:    log,
+		access: slog.New(slog.NewJSONHandler(sink, nil)),
+		now:    time.Now,
+		pets:   cfg.pets,
+	}
 	table, err := routes(d)
 	if err != nil {
 		return err
@@ -106,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", store.Len(), "api_keys", len(cfg.keys))
 	if cfg.generatedKey {
 		// Printed once, outside the JSON log, so that `go run .` just works.
-		fmt.Fprintf(stderr, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
 
 	serveErr := make(chan error, 1)

@@ -46,7 +46,10 @@ func (rec *accessRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWri
 // logRequests gives every request an id (a sane incoming X-Request-Id, or a
 // new one), echoes it in the response, and logs one line per request.
 // Nothing from the Authorization header is ever logged.
-func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+//
+// Lines go to access, except those of answers with status 500 and above,
+// which go to log: access may be buffered (see logSink), errors are not.
+func logRequests(access, log *slog.Logger, next http.Handler) http.Handler {
 	var prefix [6]byte
 	rand.Read(prefix[:])
 	idPrefix := hex.EncodeToString(prefix[:]) + "-"
@@ -64,9 +67,9 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		w.Header()["X-Request-Id"] = rec.requestID[:]
 		next.ServeHTTP(rec, r)
 
-		level := slog.LevelInfo
+		level, to := slog.LevelInfo, access
 		if rec.status >= 500 {
-			level = slog.LevelError
+			level, to = slog.LevelError, log
 		}
 		attrs := []slog.Attr{
 			slog.String("method", r.Method),
@@ -80,7 +83,7 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		if rec.err != nil {
 			attrs = append(attrs, slog.String("error", rec.err.Error()))
 		}
-		log.LogAttrs(r.Context(), level, "request", attrs...)
+		to.LogAttrs(r.Context(), level, "request", attrs...)
 	})
 }
 

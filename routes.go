@@ -31,11 +31,12 @@ type deprecation struct {
 
 // deps is what the routes need.
 type deps struct {
-	store *Store
-	keys  *keySet
-	log   *slog.Logger
-	now   func() time.Time
-	pets  deprecation // of GET /v1/pets/{petId}
+	store  *Store
+	keys   *keySet
+	log    *slog.Logger // start, warnings, errors: written at once
+	access *slog.Logger // one line per request; nil: log
+	now    func() time.Time
+	pets   deprecation // of GET /v1/pets/{petId}
 }
 
 // routes lists the whole API, and builds its OpenAPI document from the list.
@@ -94,7 +95,11 @@ func newHandler(table []route, d deps) http.Handler {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(codeNotFound, "no such path: "+truncate(r.URL.Path, 200)))
 	}))
-	return logRequests(d.log, recoverPanics(d.log, requireCleanPath(mux)))
+	access := d.access
+	if access == nil {
+		access = d.log
+	}
+	return logRequests(access, d.log, recoverPanics(d.log, requireCleanPath(mux)))
 }
 
 func methodNotAllowed(methods []string) http.Handler {

@@ -115,28 +115,33 @@ load() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-declare -A RPS P99
-# scenario NAME START_CMD CONNS [wrk args...]: RUNS runs; a POST scenario
-# restarts its server before each run so that every name is new.
-scenario() {
-	local name=$1 start=$2 conns=$3
-	shift 3
-	local rps_runs="" p99_runs=""
+declare -A RPS P99 RPS_RUNS P99_RUNS
+# compare "wrk args" CONTESTANT...: RUNS rounds; in each round every
+# contestant ("name|start command|connections") gets a fresh server and one
+# wrk run, so that drift in a noisy machine hits all of them alike.
+compare() {
+	local args=$1
+	shift
 	for run in $(seq 1 "$RUNS"); do
-		if [ "$run" -eq 1 ] || [[ "$*" == *post.lua* ]]; then
+		for contestant in "$@"; do
+			IFS='|' read -r name start conns <<<"$contestant"
 			eval "$start"
-		fi
-		read -r rps p99 errors < <(load "$conns" "$@")
-		if [ "${errors:-0}" -ne 0 ]; then
-			say "bench-load: $name run $run had $errors failed or non-2xx/3xx answers; its numbers are not valid"
-			exit 1
-		fi
-		say "  $name run $run: $rps requests/s, p99 ${p99} µs"
-		rps_runs+="$rps"$'\n'
-		p99_runs+="$p99"$'\n'
+			# shellcheck disable=SC2086 # args is a list of words
+			read -r rps p99 errors < <(load "$conns" $args)
+			if [ "${errors:-0}" -ne 0 ]; then
+				say "bench-load: $name run $run had $errors failed or non-2xx/3xx answers; its numbers are not valid"
+				exit 1
+			fi
+			say "  round $run: $name: $rps requests/s, p99 $p99 µs"
+			RPS_RUNS[$name]+="$rps"$'\n'
+			P99_RUNS[$name]+="$p99"$'\n'
+		done
 	done
-	RPS[$name]=$(printf '%s' "$rps_runs" | median)
-	P99[$name]=$(printf '%s' "$p99_runs" | median)
+	for contestant in "$@"; do
+		IFS='|' read -r name _ _ <<<"$contestant"
+		RPS[$name]=$(printf '%s' "${RPS_RUNS[$name]}" | median)
+		P99[$name]=$(printf '%s' "${P99_RUNS[$name]}" | median)
+	done
 }
 
 for n in 100 10000; do
@@ -144,16 +149,18 @@ for n in 100 10000; do
 	start_petstore "$OUT/list-$n.jsonl"
 	curl -fs -H "$AUTH" "$BASE/v1/categories" >"$OUT/list-$n.json"
 	say "GET /v1/categories with $n categories"
-	scenario "petstore GET $n" "start_petstore $OUT/list-$n.jsonl" "$CONNS" "$BASE/v1/categories"
-	scenario "baseline GET $n" "start_baseline $OUT/list-$n.json" "$CONNS" "$BASE/v1/categories"
+	compare "$BASE/v1/categories" \
+		"petstore GET $n|start_petstore $OUT/list-$n.jsonl|$CONNS" \
+		"baseline GET $n|start_baseline $OUT/list-$n.json|$CONNS"
 done
 
 fresh_journal() { rm -f "$OUT/durable.jsonl" "$OUT/durable.jsonl.torn"; start_petstore "$OUT/durable.jsonl"; }
-say "POST /v1/categories"
-scenario "petstore POST :memory: c$CONNS" "start_petstore :memory:" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
-scenario "baseline POST c$CONNS" "start_baseline $OUT/list-100.json" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
-scenario "petstore POST durable c$CONNS" "fresh_journal" "$CONNS" -s bench/post.lua "$BASE/v1/categories"
-scenario "petstore POST durable c1" "fresh_journal" 1 -s bench/post.lua "$BASE/v1/categories"
+say "POST /v1/categories (a fresh server for every run, so every name is new)"
+compare "-s bench/post.lua $BASE/v1/categories" \
+	"petstore POST :memory: c$CONNS|start_petstore :memory:|$CONNS" \
+	"baseline POST c$CONNS|start_baseline $OUT/list-100.json|$CONNS" \
+	"petstore POST durable c$CONNS|fresh_journal|$CONNS" \
+	"petstore POST durable c1|fresh_journal|1"
 stop_server
 rm -f "$OUT/durable.jsonl"
 
