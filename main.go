@@ -28,14 +28,6 @@ func main() {
 	}
 }
 
-// minProcsWithJournal is the least GOMAXPROCS petstore runs with when it
-// keeps a journal. The writer goroutine blocks in write and fsync, and with a
-// single P (one CPU, or a one-CPU container quota) the runtime lets requests
-// wait behind that syscall: measured with `make bench-load` pinned to one CPU,
-// 64 concurrent durable creates went from p99 9.6 ms with two Ps to 200–840 ms
-// with one. An explicit GOMAXPROCS in the environment is left alone.
-const minProcsWithJournal = 2
-
 // shutdownGrace bounds how long in-flight requests may take once a stop
 // signal arrives.
 const shutdownGrace = 10 * time.Second
@@ -82,9 +74,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer store.Close()
 
-	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < minProcsWithJournal {
-		runtime.GOMAXPROCS(minProcsWithJournal)
-		log.Info("raised GOMAXPROCS so that journal fsyncs do not stall requests", "gomaxprocs", minProcsWithJournal)
+	// An explicit GOMAXPROCS in the environment is left alone.
+	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
+		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
+			store.onBatch = boost.batch // before the first create
+			defer boost.stop()
+		}
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)

@@ -41,8 +41,9 @@ type Store struct {
 	closed    bool
 	writerEnd chan struct{}
 
-	// onBatch, when set (by tests), is called by the writer goroutine with
-	// the size of each batch it has taken, before it waits for mu.
+	// onBatch, when set (by run, see procsBoost, and by tests), is called
+	// by the writer goroutine with the size of each batch it has taken,
+	// before it waits for mu. It is set before the first create.
 	onBatch func(n int)
 }
 
