@@ -39,15 +39,15 @@ func withRoute(rt route) testOption {
 	return func(_ *deps, table *[]route) { *table = append(*table, rt) }
 }
 
-// withLogTo sends the access log to w instead of testEnv.logs.
+// withLogTo sends every log line to w instead of testEnv.logs.
 func withLogTo(w io.Writer) testOption {
-	return func(d *deps, _ *[]route) { d.log = slog.New(slog.NewJSONHandler(w, nil)) }
+	return func(d *deps, _ *[]route) { d.log, d.access = slog.New(slog.NewJSONHandler(w, nil)), w }
 }
 
 // withAccessLogTo sends the access log lines of answers below 500 to w;
 // the others stay in testEnv.logs.
 func withAccessLogTo(w io.Writer) testOption {
-	return func(d *deps, _ *[]route) { d.access = slog.New(slog.NewJSONHandler(w, nil)) }
+	return func(d *deps, _ *[]route) { d.access = w }
 }
 
 // withStore serves from store instead of a new memory store.
@@ -65,11 +65,12 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 		t.Fatalf("default config: %v", err)
 	}
 	d := deps{
-		store: newMemoryStore(),
-		keys:  newKeySet([]string{testKey, testKey2}),
-		log:   slog.New(slog.NewJSONHandler(logs, nil)),
-		now:   time.Now,
-		pets:  cfg.pets,
+		store:  newMemoryStore(),
+		keys:   newKeySet([]string{testKey, testKey2}),
+		log:    slog.New(slog.NewJSONHandler(logs, nil)),
+		access: logs,
+		now:    time.Now,
+		pets:   cfg.pets,
 	}
 	var extra []route
 	for _, opt := range opts {

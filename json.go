@@ -16,29 +16,36 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string, byte for byte as json.Marshal
 // writes it: HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 replaced.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
+
+// appendLogString appends s as a JSON string, byte for byte as slog's
+// JSONHandler writes it: like json.Marshal, except that <, > and & are not
+// escaped, and \b and \f are written as \u0008 and \u000c.
+func appendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
+
+func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (slogStyle || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
 			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
+			switch {
+			case b == '"' || b == '\\':
 				dst = append(dst, '\\', b)
-			case '\b':
+			case b == '\b' && !slogStyle:
 				dst = append(dst, '\\', 'b')
-			case '\f':
+			case b == '\f' && !slogStyle:
 				dst = append(dst, '\\', 'f')
-			case '\n':
+			case b == '\n':
 				dst = append(dst, '\\', 'n')
-			case '\r':
+			case b == '\r':
 				dst = append(dst, '\\', 'r')
-			case '\t':
+			case b == '\t':
 				dst = append(dst, '\\', 't')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])

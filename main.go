@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		store:  store,
 		keys:   newKeySet(cfg.keys),
 		log:    log,
-		access: slog.New(slog.NewJSONHandler(sink, nil)),
+		access: sink,
 		now:    time.Now,
 		pets:   cfg.pets,
 	}

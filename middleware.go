@@ -48,8 +48,8 @@ func (rec *accessRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWri
 // Nothing from the Authorization header is ever logged.
 //
 // Lines go to access, except those of answers with status 500 and above,
-// which go to log: access may be buffered (see logSink), errors are not.
-func logRequests(access, log *slog.Logger, next http.Handler) http.Handler {
+// which go through log: access may be buffered (see logSink), errors are not.
+func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Handler {
 	var prefix [6]byte
 	rand.Read(prefix[:])
 	idPrefix := hex.EncodeToString(prefix[:]) + "-"
@@ -67,23 +67,26 @@ func logRequests(access, log *slog.Logger, next http.Handler) http.Handler {
 		w.Header()["X-Request-Id"] = rec.requestID[:]
 		next.ServeHTTP(rec, r)
 
-		level, to := slog.LevelInfo, access
-		if rec.status >= 500 {
-			level, to = slog.LevelError, log
-		}
-		attrs := []slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("route", r.Pattern),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status),
-			slog.Int64("bytes", rec.bytes),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-			slog.String("request_id", id),
+		end := time.Now()
+		line := accessLine{
+			time:      end,
+			level:     slog.LevelInfo,
+			method:    r.Method,
+			route:     r.Pattern,
+			path:      r.URL.Path,
+			status:    rec.status,
+			bytes:     rec.bytes,
+			duration:  float64(end.Sub(start).Microseconds()) / 1000,
+			requestID: id,
 		}
 		if rec.err != nil {
-			attrs = append(attrs, slog.String("error", rec.err.Error()))
+			line.err = rec.err.Error()
 		}
-		to.LogAttrs(r.Context(), level, "request", attrs...)
+		if rec.status < 500 {
+			access.write(&line)
+			return
+		}
+		log.LogAttrs(r.Context(), slog.LevelError, "request", line.attrs()...)
 	})
 }
 

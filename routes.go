@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -34,7 +35,7 @@ type deps struct {
 	store  *Store
 	keys   *keySet
 	log    *slog.Logger // start, warnings, errors: written at once
-	access *slog.Logger // one line per request; nil: log
+	access io.Writer    // one line per request, below status 500
 	now    func() time.Time
 	pets   deprecation // of GET /v1/pets/{petId}
 }
@@ -95,11 +96,7 @@ func newHandler(table []route, d deps) http.Handler {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(codeNotFound, "no such path: "+truncate(r.URL.Path, 200)))
 	}))
-	access := d.access
-	if access == nil {
-		access = d.log
-	}
-	return logRequests(access, d.log, recoverPanics(d.log, requireCleanPath(mux)))
+	return logRequests(newAccessLog(d.access), d.log, recoverPanics(d.log, requireCleanPath(mux)))
 }
 
 func methodNotAllowed(methods []string) http.Handler {

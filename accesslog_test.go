@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+)
+
+// slogLine is what slog.NewJSONHandler writes for l.
+func slogLine(t testing.TB, l accessLine) string {
+	t.Helper()
+	var buf bytes.Buffer
+	record := slog.NewRecord(l.time, l.level, "request", 0)
+	record.AddAttrs(l.attrs()...)
+	if err := slog.NewJSONHandler(&buf, nil).Handle(context.Background(), record); err != nil {
+		t.Fatalf("slog: %v", err)
+	}
+	return buf.String()
+}
+
+func TestAccessLineMatchesSlog(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 22, 8, 4, 40, 675450441, time.UTC)
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	base := accessLine{time: at, level: slog.LevelInfo, method: "GET", route: "GET /v1/categories", path: "/v1/categories",
+		status: 200, bytes: 4101, duration: 0.011, requestID: "a1b2c3d4e5f6-17"}
+	tests := []struct {
+		name string
+		edit func(l *accessLine)
+	}{
+		{"plain", func(*accessLine) {}},
+		{"error level and message", func(l *accessLine) {
+			l.level, l.status, l.err = slog.LevelError, 500, "internal: journal: write failed"
+		}},
+		{"4xx with error", func(l *accessLine) { l.status, l.err = 401, `unauthorized: missing API key "x"` }},
+		{"no route", func(l *accessLine) { l.route, l.status = "", 404 }},
+		{"html characters", func(l *accessLine) { l.path = "/v1/<script>&amp;" }},
+		{"control characters", func(l *accessLine) { l.path = "/a\x00b\x08c\x0cd\ne\rf\tg\x1f\x7f" }},
+		{"quotes and backslashes", func(l *accessLine) { l.err = `say "hi" \ bye` }},
+		{"line separators", func(l *accessLine) { l.path = "/x\u2028y\u2029z" }},
+		{"invalid UTF-8", func(l *accessLine) { l.path = "/\xff\xfe/é/\xc3" }},
+		{"non-ASCII", func(l *accessLine) { l.path = "/v1/catégories/日本/🐈" }},
+		{"zero duration", func(l *accessLine) { l.duration = 0 }},
+		{"long duration", func(l *accessLine) { l.duration = 1234567.891 }},
+		{"whole duration", func(l *accessLine) { l.duration = 3 }},
+		{"time with zeros trimmed", func(l *accessLine) { l.time = time.Date(2026, 1, 2, 3, 4, 5, 100000000, time.UTC) }},
+		{"time on the second", func(l *accessLine) { l.time = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }},
+		{"time in another zone", func(l *accessLine) { l.time = at.In(zone) }},
+		{"time with a monotonic reading", func(l *accessLine) { l.time = time.Now() }},
+		{"big numbers", func(l *accessLine) { l.bytes, l.status = math.MaxInt64, 999 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := base
+			tt.edit(&l)
+			if got, want := string(l.appendJSON(nil)), slogLine(t, l); got != want {
+				t.Errorf("access line differs from slog's:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+func FuzzAccessLine(f *testing.F) {
+	f.Add("GET", "GET /v1/categories", "/v1/categories", "id-1", "", 200, int64(12), int64(11), int64(1763798680675450441))
+	f.Add("POST", "", "/\xff<&>\u2028", "", "conflict: \"x\"", 409, int64(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, method, route, path, requestID, errText string, status int, bytes, micros, nanos int64) {
+		if micros < 0 {
+			micros = -micros
+		}
+		micros %= 1 << 50 // up to 35 years: no duration is longer
+		l := accessLine{
+			time: time.Unix(0, nanos).UTC(), level: slog.LevelInfo, method: method, route: route, path: path,
+			status: status, bytes: bytes, duration: float64(micros) / 1000, requestID: requestID, err: errText,
+		}
+		if y := l.time.Year(); y < 0 || y >= 10000 {
+			t.Skip("slog refuses years outside 0..9999; a request's time is now")
+		}
+		if got, want := string(l.appendJSON(nil)), slogLine(t, l); got != want {
+			t.Errorf("access line differs from slog's:\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+func BenchmarkAccessLine(b *testing.B) {
+	l := accessLine{time: time.Now(), level: slog.LevelInfo, method: "GET", route: "GET /v1/categories", path: "/v1/categories",
+		status: 200, bytes: 4101, duration: 0.011, requestID: "a1b2c3d4e5f6-17"}
+	b.Run("appendJSON", func(b *testing.B) {
+		a := newAccessLog(io.Discard)
+		b.ReportAllocs()
+		for range b.N {
+			a.write(&l)
+		}
+	})
+	b.Run("slog", func(b *testing.B) {
+		log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+		b.ReportAllocs()
+		for range b.N {
+			log.LogAttrs(context.Background(), slog.LevelInfo, "request", l.attrs()...)
+		}
+	})
+}
