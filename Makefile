@@ -9,10 +9,12 @@ run:
 build:
 	$(GO) build -o petstore .
 
-# gofmt and vet checks, then every test (seed corpus of the fuzz test
-# included) under the race detector.
+# gofmt and vet checks, then every test (seed corpora of the fuzz tests
+# included) under the race detector, then each benchmark once, as a smoke
+# test, so that they cannot rot.
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout=180s ./...
+	$(GO) test -run '^$$' -bench . -benchtime=1x -count=1 -timeout=180s ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

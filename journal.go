@@ -245,11 +245,13 @@ func (s *Store) replayRecord(line []byte) error {
 	if c.ID <= s.lastID() {
 		return fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
 	}
-	key := foldName(c.Name)
-	if _, dup := s.names[key]; dup {
+	// One map operation, not a lookup then an insert: at a million
+	// categories each is a cache miss, and replay time is mostly these.
+	known := len(s.names)
+	s.add(foldName(c.Name), c)
+	if len(s.names) == known {
 		return fmt.Errorf("name %q appears twice", c.Name)
 	}
-	s.add(key, c)
 	return nil
 }
 

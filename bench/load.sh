@@ -164,6 +164,22 @@ compare "-s bench/post.lua $BASE/v1/categories" \
 stop_server
 rm -f "$OUT/durable.jsonl"
 
+say "start-up with 1,000,000 categories"
+journal 1000000 "$OUT/replay.jsonl"
+stop_server
+started=$(date +%s%N)
+start_petstore "$OUT/replay.jsonl"
+ready=$(date +%s%N)
+STARTUP_MS=$(((ready - started) / 1000000))
+RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
+stop_server
+start_petstore :memory:
+EMPTY_RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
+stop_server
+rm -f "$OUT/replay.jsonl"
+RSS_PER_CATEGORY=$(awk -v r="$RSS_KB" 'BEGIN { printf "%.0f", r * 1024 / 1000000 }')
+RSS_GROWTH_PER_CATEGORY=$(awk -v r="$RSS_KB" -v e="$EMPTY_RSS_KB" 'BEGIN { printf "%.0f", (r - e) * 1024 / 1000000 }')
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t : r <= t); print (ok ? "ok" : "MISSED") }'; }
 
@@ -177,6 +193,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1"; do
 		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
 	done
+	echo "resident memory: $((EMPTY_RSS_KB / 1024)) MiB empty, $((RSS_KB / 1024)) MiB with 1,000,000 categories ($RSS_GROWTH_PER_CATEGORY bytes per category above empty)"
 	echo
 	printf '| %-58s | %6s | %6s | %-6s |\n' "target" "ratio" "goal" "result"
 	printf '|%s|%s|%s|%s|\n' "------------------------------------------------------------" "-------:" "-------:" "--------"
@@ -186,5 +203,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "GET 10000: petstore / baseline requests/s" "$(ratio "${RPS[petstore GET 10000]}" "${RPS[baseline GET 10000]}")" ">=" 0.9
 	row "POST :memory: / baseline POST requests/s" "$(ratio "${RPS[petstore POST :memory: c$CONNS]}" "${RPS[baseline POST c$CONNS]}")" ">=" 0.8
 	row "POST durable c$CONNS / POST :memory: c$CONNS" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST :memory: c$CONNS]}")" ">=" 0.6
+	row "start-up with 1,000,000 categories, seconds (to /healthz)" "$(awk -v m="$STARTUP_MS" 'BEGIN { printf "%.2f", m / 1000 }')" "<=" 2
+	row "resident memory per category, bytes (whole process)" "$RSS_PER_CATEGORY" "<=" 300
 	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
 } | tee "$OUT/results.md"
