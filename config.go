@@ -29,15 +29,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		dataPath: getenvOr(getenv, "PETSTORE_DATA", "petstore.jsonl"),
 	}
 	var err error
-	if cfg.pets.at, err = parseInstant(getenv, "PETSTORE_PETS_DEPRECATED", "2026-01-01T00:00:00Z"); err != nil {
+	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
 		return cfg, err
-	}
-	if cfg.pets.sunset, err = parseInstant(getenv, "PETSTORE_PETS_SUNSET", "2027-01-01T00:00:00Z"); err != nil {
-		return cfg, err
-	}
-	if cfg.pets.sunset.Before(cfg.pets.at) {
-		return cfg, fmt.Errorf("PETSTORE_PETS_SUNSET (%s) must not be before PETSTORE_PETS_DEPRECATED (%s)",
-			cfg.pets.sunset.Format(time.RFC3339), cfg.pets.at.Format(time.RFC3339))
 	}
 
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
@@ -64,6 +57,25 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
+// loadPetsDeprecation reads the deprecation instants of GET /v1/pets/{petId}.
+// They are cut to whole seconds, which is all the Deprecation and Sunset
+// headers can say, so that the 410 starts exactly at the advertised Sunset.
+func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
+	var dep deprecation
+	var err error
+	if dep.at, err = parseInstant(getenv, "PETSTORE_PETS_DEPRECATED", "2026-01-01T00:00:00Z"); err != nil {
+		return dep, err
+	}
+	if dep.sunset, err = parseInstant(getenv, "PETSTORE_PETS_SUNSET", "2027-01-01T00:00:00Z"); err != nil {
+		return dep, err
+	}
+	if dep.sunset.Before(dep.at) {
+		return dep, fmt.Errorf("PETSTORE_PETS_SUNSET (%s) must not be before PETSTORE_PETS_DEPRECATED (%s)",
+			dep.sunset.Format(time.RFC3339), dep.at.Format(time.RFC3339))
+	}
+	return dep, nil
+}
+
 func getenvOr(getenv func(string) string, name, fallback string) string {
 	if v, set := lookup(getenv, name); set {
 		return v
@@ -83,7 +95,7 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 	if err != nil {
 		return t, fmt.Errorf("%s: %q is not an RFC 3339 instant such as %s", name, v, fallback)
 	}
-	return t, nil
+	return t.Truncate(time.Second), nil
 }
 
 // checkKeys trims the keys, drops blank ones, and checks that each can be

@@ -139,11 +139,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // writeOpenAPI writes the OpenAPI document that the service would serve with
 // this configuration, so that it can be checked without starting a server.
 func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
-	cfg, err := loadConfig(getenv)
+	pets, err := loadPetsDeprecation(getenv) // the document needs nothing else
 	if err != nil {
 		return err
 	}
-	table, err := routes(deps{pets: cfg.pets})
+	table, err := routes(deps{pets: pets})
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,9 @@ func buildOpenAPI(table []route) ([]byte, error) {
 			paths[docPath] = item
 		}
 		item[strings.ToLower(rt.method)] = op
+		if rt.method == "GET" {
+			item["head"] = headOperation(op)
+		}
 	}
 	for id := range st.Operations {
 		if !described[id] {
@@ -151,11 +154,11 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 		op["deprecated"] = true
 		op["x-sunset"] = dep.sunset.UTC().Format(time.RFC3339)
 		desc, _ := op["description"].(string)
-		op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated since %s; its sunset is %s, after which it answers 410 `gone`.",
+		op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated as of %s; its sunset is %s, from which on it answers 410 `gone`.",
 			desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
 		deprecationHeaders = map[string]any{
-			"Deprecation": exactHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", "@"+strconv.FormatInt(dep.at.Unix(), 10)),
-			"Sunset":      exactHeader("When the operation goes away (RFC 8594); from then on it answers 410.", dep.sunset.UTC().Format(http.TimeFormat)),
+			"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", "@"+strconv.FormatInt(dep.at.Unix(), 10)),
+			"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", dep.sunset.UTC().Format(http.TimeFormat)),
 		}
 	}
 
@@ -209,13 +212,32 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 	return op, nil
 }
 
+// headOperation describes the HEAD that every GET route answers: the same
+// statuses and headers, no body.
+func headOperation(get map[string]any) map[string]any {
+	head := maps.Clone(get)
+	head["operationId"] = fmt.Sprint(get["operationId"], "Head")
+	head["summary"] = fmt.Sprint(get["summary"], " (headers only)")
+	head["description"] = "The same answer as the GET, without its body."
+	responses := maps.Clone(get["responses"].(map[string]any))
+	for status, r := range responses {
+		resp := maps.Clone(r.(map[string]any))
+		delete(resp, "content")
+		responses[status] = resp
+	}
+	head["responses"] = responses
+	return head
+}
+
 func ref(pointer string) map[string]any { return map[string]any{"$ref": pointer} }
 
-// exactHeader describes a header whose value is fixed by the configuration.
-func exactHeader(description, value string) map[string]any {
+// configuredHeader describes a header whose value comes from the
+// configuration: this document gives today's value, which may change.
+func configuredHeader(description, value string) map[string]any {
 	return map[string]any{
-		"description": description,
+		"description": fmt.Sprintf("%s Configured value: `%s`.", description, value),
 		"required":    true,
-		"schema":      map[string]any{"type": "string", "const": value},
+		"schema":      map[string]any{"type": "string"},
+		"example":     value,
 	}
 }

@@ -143,6 +143,11 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Errorf("Error.code enum lacks %q", code)
 		}
 	}
+	for _, code := range codes {
+		if _, ok := statusOf[code]; !ok {
+			t.Errorf("Error.code enum has %q, which the service never sends", code)
+		}
+	}
 }
 
 // Every $ref in the document points at something in it.
@@ -219,17 +224,37 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	inTable := map[string]bool{}
+	// Every GET route answers HEAD too: the document has both.
+	type documented struct {
+		rt     route
+		method string
+	}
+	var expected []documented
 	for _, rt := range table {
-		key := rt.method + " " + rt.path
+		expected = append(expected, documented{rt, rt.method})
+		if rt.method == "GET" {
+			expected = append(expected, documented{rt, "HEAD"})
+		}
+	}
+	inTable := map[string]bool{}
+	for _, e := range expected {
+		rt, head := e.rt, e.method == "HEAD"
+		key := e.method + " " + rt.path
 		inTable[key] = true
 		op, ok := ops[key]
 		if !ok {
 			t.Errorf("%s is in the route table but not in the document", key)
 			continue
 		}
-		if op["operationId"] != rt.operationID {
-			t.Errorf("%s: operationId %v, want %s", key, op["operationId"], rt.operationID)
+		wantID := rt.operationID
+		if head {
+			wantID += "Head"
+			if get := at(ops["GET "+rt.path], "responses").(map[string]any); len(get) != len(op["responses"].(map[string]any)) {
+				t.Errorf("%s: %d statuses, GET has %d", key, len(op["responses"].(map[string]any)), len(get))
+			}
+		}
+		if op["operationId"] != wantID {
+			t.Errorf("%s: operationId %v, want %s", key, op["operationId"], wantID)
 		}
 		security, present := op["security"]
 		if public := present && len(security.([]any)) == 0; public != rt.public {
@@ -256,7 +281,11 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 			if hasDeprecation != wantHeaders || hasSunset != wantHeaders {
 				t.Errorf("%s %s: Deprecation/Sunset documented = %v/%v, want %v", key, status, hasDeprecation, hasSunset, wantHeaders)
 			}
-			if code, _ := strconv.Atoi(status); code >= 400 && at(r, "content", "application/json", "schema", "$ref") != "#/components/schemas/Error" {
+			code, _ := strconv.Atoi(status)
+			switch {
+			case head && at(r, "content") != nil:
+				t.Errorf("%s %s: a HEAD answer documented with a body", key, status)
+			case !head && code >= 400 && at(r, "content", "application/json", "schema", "$ref") != "#/components/schemas/Error":
 				t.Errorf("%s %s: body is not the Error schema", key, status)
 			}
 		}
@@ -265,10 +294,10 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 				if status == "405" {
 					continue
 				}
-				if got := at(r, "headers", "Deprecation", "schema", "const"); got != "@1772600767" {
+				if got := at(r, "headers", "Deprecation", "example"); got != "@1772600767" {
 					t.Errorf("%s %s: Deprecation value %v, want @1772600767 (the configured instant)", key, status, got)
 				}
-				if got := at(r, "headers", "Sunset", "schema", "const"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
+				if got := at(r, "headers", "Sunset", "example"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
 					t.Errorf("%s %s: Sunset value %v, want the configured instant", key, status, got)
 				}
 			}
@@ -422,7 +451,9 @@ func TestDeprecationHeaders(t *testing.T) {
 // ends (newTestEnv registers it), and TestMain checks, after all tests ran,
 // that each status a route answered with is documented for its operation.
 // A pattern without a method is a path's 405 handler: every operation of
-// that path must document 405.
+// that path must document 405. Out of its sight: tests that send their log
+// elsewhere (withLogTo, withAccessLogTo: benchmarks and log routing tests)
+// and the end-to-end tests that go through run.
 var observedStatuses = struct {
 	sync.Mutex
 	byRoute map[string]map[int]bool // log "route" → statuses
@@ -504,10 +535,30 @@ func TestMain(m *testing.M) {
 		case len(missing) > 0:
 			fmt.Fprintln(os.Stderr, "FAIL: statuses observed in tests but not documented in the OpenAPI document:\n\t"+strings.Join(missing, "\n\t"))
 			code = 1
-		case checked == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short():
+		case checked == 0 && flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.skip").Value.String() == "" && !testing.Short():
 			fmt.Fprintln(os.Stderr, "FAIL: the whole suite ran but no status was observed: is the access log still read?")
 			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// Instants are cut to whole seconds, all that Sunset can say, so the 410
+// starts exactly at the advertised instant.
+func TestDeprecationInstantsAreWholeSeconds(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-03-04T05:06:07.5Z", "PETSTORE_PETS_SUNSET": "2027-08-09T10:11:12.9+00:00"}
+	dep, err := loadPetsDeprecation(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sunset := time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)
+	if !dep.sunset.Equal(sunset) || !dep.at.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) {
+		t.Fatalf("instants: got %v and %v, want whole seconds", dep.at, dep.sunset)
+	}
+	rec := newTestEnv(t, withPets(dep), withNow(sunset)).do(t, request{method: "GET", path: "/v1/pets/1"})
+	mustError(t, rec, http.StatusGone, codeGone)
+	if got := rec.Header().Get("Sunset"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
+		t.Errorf("Sunset: got %q", got)
+	}
 }
