@@ -57,14 +57,16 @@ func checkContentType(contentType string) error {
 	return nil
 }
 
-// readBody reads all of body; size is the declared length, or -1.
+// readBody reads all of body; size is the declared length (at most
+// maxBodyBytes), or -1 when the length is not declared.
 func readBody(body io.Reader, size int64) ([]byte, error) {
-	if size < 0 || size > maxBodyBytes {
-		size = 512
+	if size < 0 {
+		return io.ReadAll(body)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	_, err := buf.ReadFrom(body)
-	return buf.Bytes(), err
+	// net/http delivers exactly the declared length, or an error.
+	buf := make([]byte, size)
+	_, err := io.ReadFull(body, buf)
+	return buf, err
 }
 
 // checkJSONValue reports, as an invalid_json *apiError, why body is not

@@ -61,7 +61,8 @@ func handleCategoryCreate(store *Store) http.Handler {
 			writeError(w, err)
 			return
 		}
-		w.Header()["Location"] = []string{"/v1/categories/" + strconv.FormatInt(c.ID, 10)}
+		var buf [40]byte
+		w.Header()["Location"] = []string{string(strconv.AppendInt(append(buf[:0], "/v1/categories/"...), c.ID, 10))}
 		writeJSON(w, http.StatusCreated, body)
 	})
 }

@@ -60,8 +60,8 @@ type item struct {
 type snapshot struct {
 	list   []byte
 	items  []item
-	etag   []string // the ETag header value
-	length []string // the Content-Length header value of the list answer
+	etag   [1]string // the ETag header value
+	length [1]string // the Content-Length header value of the list answer
 }
 
 // createRequest is one Create waiting for the writer.
@@ -94,13 +94,16 @@ func newMemoryStore() *Store {
 // own the store exclusively, during opening).
 func (s *Store) publish() {
 	n := len(s.items)
-	etag := `"` + strconv.Itoa(n) + "-" + strconv.FormatUint(uint64(s.crc), 16) + `"`
-	s.snap.Store(&snapshot{
-		list:   s.list[:len(s.list):len(s.list)],
-		items:  s.items[:n:n],
-		etag:   []string{etag},
-		length: []string{strconv.Itoa(len(s.list) + 1)}, // the list and its "]"
-	})
+	var buf [48]byte
+	etag := append(buf[:0], '"')
+	etag = strconv.AppendInt(etag, int64(n), 10)
+	etag = append(etag, '-')
+	etag = strconv.AppendUint(etag, uint64(s.crc), 16)
+	etag = append(etag, '"')
+	snap := &snapshot{list: s.list[:len(s.list):len(s.list)], items: s.items[:n:n]}
+	snap.etag[0] = string(etag)
+	snap.length[0] = strconv.Itoa(len(s.list) + 1) // the list and its "]"
+	s.snap.Store(snap)
 }
 
 // List returns the JSON array of all categories, sorted by id, its ETag and
@@ -108,7 +111,7 @@ func (s *Store) publish() {
 // not modify them; the array's closing "]" is not part of the bytes.
 func (s *Store) List() (openList []byte, etag, length []string) {
 	snap := s.snap.Load()
-	return snap.list, snap.etag, snap.length
+	return snap.list, snap.etag[:], snap.length[:]
 }
 
 // Len returns the number of categories.
