@@ -12,24 +12,28 @@ import (
 // puts it back once writes have stopped for a while.
 //
 // The journal's writer goroutine blocks in write and fsync. With a single P
-// (one CPU, or a one-CPU container quota) Go lets requests wait behind that
-// system call: pinned to one CPU, 64 concurrent durable creates had a p99 of
-// 40–840 ms with one P and 9.6 ms with two (make bench-load). But a second P
-// on one CPU costs reads: GET of 100 categories fell from 28k to 24.5k
-// requests/s and its p99 rose from 5 ms to 18 ms. So the second P is there
-// only while creates are being made durable.
+// (a process limited to one CPU, by taskset or a cpuset) Go lets requests
+// wait behind that system call: pinned to one CPU, 64 concurrent durable
+// creates had a p99 of 40–840 ms with one P and 9.6 ms with two (make
+// bench-load). But a second P on one CPU costs reads: GET of 100 categories
+// fell from 28k to 24.5k requests/s and its p99 rose from 5 ms to 18 ms. So
+// the second P is there only while creates are being made durable.
+//
+// GOMAXPROCS belongs to the process: run one petstore per process.
 type procsBoost struct {
 	set       func(int) int // runtime.GOMAXPROCS
 	now       func() time.Time
+	start     time.Time // lastBatch counts from here, on the monotonic clock
 	idleAfter time.Duration
 	log       *slog.Logger
 
-	lastBatch atomic.Int64 // UnixNano of the latest batch
+	lastBatch atomic.Int64 // time since start of the latest batch
 	boosted   atomic.Bool
 
-	mu    sync.Mutex // serialises raising and lowering
-	base  int        // GOMAXPROCS to go back to
-	timer *time.Timer
+	mu      sync.Mutex // serialises raising, lowering and stopping
+	base    int        // GOMAXPROCS to go back to
+	timer   *time.Timer
+	stopped bool
 }
 
 const (
@@ -43,46 +47,72 @@ func newProcsBoost(base int, log *slog.Logger) *procsBoost {
 	if base >= boostedProcs {
 		return nil
 	}
-	return &procsBoost{set: runtime.GOMAXPROCS, now: time.Now, idleAfter: boostIdleAfter, log: log, base: base}
+	return &procsBoost{set: runtime.GOMAXPROCS, now: time.Now, start: time.Now(), idleAfter: boostIdleAfter, log: log, base: base}
 }
+
+func (b *procsBoost) since() int64 { return int64(b.now().Sub(b.start)) }
 
 // batch is called by the journal writer before each batch: it raises
 // GOMAXPROCS if it is not raised already. It costs an atomic store when it is.
 func (b *procsBoost) batch(int) {
-	b.lastBatch.Store(b.now().UnixNano())
+	b.lastBatch.Store(b.since())
 	if b.boosted.Load() {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.boosted.Load() {
-		return
+	if !b.boosted.Load() && !b.stopped {
+		b.raise()
 	}
+}
+
+// raise sets the second P and arranges a check. Callers hold mu.
+func (b *procsBoost) raise() {
 	b.set(boostedProcs)
 	b.boosted.Store(true)
 	b.log.Info("journal writes: GOMAXPROCS raised so that fsyncs do not stall requests", "gomaxprocs", boostedProcs)
-	b.timer = time.AfterFunc(b.idleAfter, b.check)
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.idleAfter, b.check)
+	} else {
+		b.timer.Reset(b.idleAfter)
+	}
 }
 
 // check lowers GOMAXPROCS once no batch came for idleAfter, else looks again.
 func (b *procsBoost) check() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	idle := b.now().Sub(time.Unix(0, b.lastBatch.Load()))
-	if idle < b.idleAfter {
+	if b.stopped || !b.boosted.Load() {
+		return
+	}
+	seen := b.lastBatch.Load()
+	if idle := time.Duration(b.since() - seen); idle < b.idleAfter {
 		b.timer.Reset(b.idleAfter - idle)
 		return
 	}
 	b.set(b.base)
 	b.boosted.Store(false)
 	b.log.Info("journal writes stopped: GOMAXPROCS restored", "gomaxprocs", b.base)
+	// A batch that came while we decided saw boosted still true and did not
+	// raise: raise again for it.
+	if b.lastBatch.Load() != seen {
+		b.raise()
+	}
 }
 
-// stop cancels a pending check.
+// stop restores GOMAXPROCS and ends the boost: later batches change nothing.
 func (b *procsBoost) stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	b.stopped = true
 	if b.timer != nil {
 		b.timer.Stop()
+	}
+	if b.boosted.Load() {
+		b.set(b.base)
+		b.boosted.Store(false)
 	}
 }

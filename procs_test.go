@@ -18,54 +18,95 @@ import (
 	"time"
 )
 
+// fakeProcs records GOMAXPROCS calls.
+type fakeProcs struct {
+	mu    sync.Mutex
+	procs int
+	calls []int
+}
+
+func (f *fakeProcs) set(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.procs
+	f.procs = n
+	f.calls = append(f.calls, n)
+	return old
+}
+
+func (f *fakeProcs) get() (int, []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.procs, slices.Clone(f.calls)
+}
+
+// newTestBoost returns a boost over fake GOMAXPROCS and a clock the test
+// moves; its timer never fires on its own (checks are called directly).
+func newTestBoost(clock *atomic.Int64) (*procsBoost, *fakeProcs) {
+	procs := &fakeProcs{procs: 1}
+	start := time.Unix(0, clock.Load())
+	b := &procsBoost{set: procs.set, now: func() time.Time { return time.Unix(0, clock.Load()) }, start: start,
+		idleAfter: time.Hour, log: slog.New(slog.DiscardHandler), base: 1}
+	return b, procs
+}
+
 // The boost raises GOMAXPROCS on the first batch, once, and restores it
-// after idleAfter without batches, not before.
+// after idleAfter without batches, not before; stop ends it for good.
 func TestProcsBoost(t *testing.T) {
 	t.Parallel()
-	var (
-		mu    sync.Mutex
-		procs = 1
-		calls []int
-		clock atomic.Int64
-	)
-	set := func(n int) int {
-		mu.Lock()
-		defer mu.Unlock()
-		old := procs
-		procs = n
-		calls = append(calls, n)
-		return old
-	}
-	get := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return procs
-	}
-	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	clock.Store(start.UnixNano())
-	b := &procsBoost{set: set, now: func() time.Time { return time.Unix(0, clock.Load()) }, idleAfter: 30 * time.Millisecond,
-		log: slog.New(slog.DiscardHandler), base: 1}
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	b, procs := newTestBoost(&clock)
 	defer b.stop()
 
 	b.batch(3)
 	b.batch(5)
-	if got := get(); got != 2 {
-		t.Fatalf("GOMAXPROCS after batches: got %d, want 2", got)
+	if n, calls := procs.get(); n != 2 || !slices.Equal(calls, []int{2}) {
+		t.Fatalf("after batches: GOMAXPROCS %d, calls %v; want 2, [2]", n, calls)
 	}
-	// The timer fires after 30 ms of real time, but the injected clock says
-	// a batch came 20 ms ago: the check must look again, not lower.
-	clock.Store(start.Add(20 * time.Millisecond).UnixNano())
+	clock.Add(int64(30 * time.Minute))
 	b.batch(1)
-	time.Sleep(50 * time.Millisecond) // lets the first check run; the clock, not the sleep, decides
-	if got := get(); got != 2 {
-		t.Fatalf("GOMAXPROCS lowered although a batch came %v before the check", 30*time.Millisecond)
+	clock.Add(int64(45 * time.Minute)) // 45 min since the last batch: not idle yet
+	b.check()
+	if n, _ := procs.get(); n != 2 {
+		t.Fatalf("lowered 45 min after a batch, idleAfter is 1 h")
 	}
-	clock.Store(start.Add(time.Second).UnixNano())
-	waitFor(t, "GOMAXPROCS to be restored", func() bool { return get() == 1 })
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(calls, []int{2, 1}) {
-		t.Errorf("GOMAXPROCS calls: got %v, want [2 1]", calls)
+	clock.Add(int64(15 * time.Minute))
+	b.check()
+	if n, calls := procs.get(); n != 1 || !slices.Equal(calls, []int{2, 1}) {
+		t.Fatalf("after 1 h idle: GOMAXPROCS %d, calls %v; want 1, [2 1]", n, calls)
+	}
+	b.batch(1)
+	b.stop()
+	b.batch(1)
+	b.check()
+	if n, calls := procs.get(); n != 1 || !slices.Equal(calls, []int{2, 1, 2, 1}) {
+		t.Errorf("raise, stop, then a batch: GOMAXPROCS %d, calls %v; want 1, [2 1 2 1]", n, calls)
+	}
+}
+
+// A batch that arrives while check is lowering (it saw the boost still on,
+// so it did not raise) makes check raise again.
+func TestProcsBoostBatchDuringCheck(t *testing.T) {
+	t.Parallel()
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
+	b, procs := newTestBoost(&clock)
+	defer b.stop()
+	b.batch(1)
+	clock.Add(int64(2 * time.Hour))
+	// The batch's store of lastBatch lands between check's read of it and
+	// its decision, as a concurrent writer's could.
+	inner := b.now
+	var once sync.Once
+	b.now = func() time.Time {
+		now := inner()
+		once.Do(func() { b.lastBatch.Store(int64(now.Sub(b.start)) + 1) })
+		return now
+	}
+	b.check()
+	if n, calls := procs.get(); n != 2 || !slices.Equal(calls, []int{2, 1, 2}) {
+		t.Errorf("GOMAXPROCS %d, calls %v; want 2 again, [2 1 2]", n, calls)
 	}
 }
 
