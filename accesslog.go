@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strconv"
@@ -50,9 +51,13 @@ func (l *accessLine) attrs() []slog.Attr {
 // appendJSON appends the line as slog's JSONHandler writes a record with
 // message "request" and attrs, newline included.
 func (l *accessLine) appendJSON(b []byte) []byte {
-	b = append(b, `{"time":"`...)
-	b = l.time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","level":`...)
+	b = append(b, '{')
+	if !l.time.IsZero() { // slog leaves a zero time out
+		b = append(b, `"time":"`...)
+		b = l.time.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
 	b = appendLogString(b, l.level.String())
 	b = append(b, `,"msg":"request","method":`...)
 	b = appendLogString(b, l.method)
@@ -75,14 +80,18 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendLogFloat appends f as encoding/json does (which is what slog uses
-// for floats), for the values a duration takes: 0, or from 1e-6 to below
-// 1e21, in plain decimal notation.
+// appendLogFloat appends f as encoding/json writes it, which is what slog
+// uses for floats. Durations (0, or 0.001 and up) take the plain decimal
+// notation that strconv gives directly; anything else goes to json.Marshal.
 func appendLogFloat(b []byte, f float64) []byte {
-	if f != 0 && (f < 1e-6 || f >= 1e21) {
-		return strconv.AppendFloat(b, f, 'e', -1, 64) // never for a duration; see FuzzAccessLine
+	if f == 0 || f >= 1e-6 && f < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
+	text, err := json.Marshal(f)
+	if err != nil { // NaN or ±Inf, which slog writes as its error text
+		return append(b, strconv.Quote(err.Error())...)
+	}
+	return append(b, text...)
 }
 
 // accessLog writes access lines to w, each with one Write, one at a time
