@@ -29,6 +29,9 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request) ([]member, error) 
 		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 			return nil, errPayloadTooLarge
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errorf(codeInvalidJSON, "request body ended before its declared Content-Length")
+		}
 		return nil, fmt.Errorf("reading request body: %w", err)
 	}
 	if err := checkJSONValue(body); err != nil {
@@ -63,11 +66,20 @@ func readBody(body io.Reader, size int64) ([]byte, error) {
 	if size < 0 {
 		return io.ReadAll(body)
 	}
-	// net/http delivers exactly the declared length, or an error.
-	buf := make([]byte, size)
-	_, err := io.ReadFull(body, buf)
-	return buf, err
+	// net/http delivers exactly the declared length, or an error. The first
+	// allocation is capped, so that a declared length costs memory only as
+	// its bytes arrive.
+	buf := make([]byte, min(size, firstBodyRead))
+	n, err := io.ReadFull(body, buf)
+	if err != nil || int64(n) == size {
+		return buf[:n], err
+	}
+	rest, err := io.ReadAll(body)
+	return append(buf, rest...), err
 }
+
+// firstBodyRead bounds the first allocation for a body of declared length.
+const firstBodyRead = 64 << 10
 
 // checkJSONValue reports, as an invalid_json *apiError, why body is not
 // exactly one JSON value encoded in UTF-8.

@@ -1154,3 +1154,27 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 }
+
+// A body shorter than its declared length is the client's mistake (400),
+// and bodies over the first read size arrive whole.
+func TestDeclaredBodyLength(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	short := httptest.NewRequest("POST", "/v1/categories", strings.NewReader(`{"name":"dog"}`))
+	short.ContentLength = 100
+	short.Header.Set("Authorization", "Bearer "+testKey)
+	short.Header.Set("Content-Type", "application/json")
+	mustError(t, env.serveRequest(t, short), http.StatusBadRequest, codeInvalidJSON)
+
+	desc := strings.Repeat("d", 1000)
+	padding := strings.Repeat(" ", firstBodyRead) // a long body, valid JSON
+	body := `{"name":"cat",` + padding + `"description":"` + desc + `"}`
+	long := httptest.NewRequest("POST", "/v1/categories", strings.NewReader(body))
+	long.Header.Set("Authorization", "Bearer "+testKey)
+	long.Header.Set("Content-Type", "application/json")
+	rec := env.serveRequest(t, long)
+	mustStatus(t, rec, http.StatusCreated)
+	if c, _ := decodeCategory(t, rec.Body.Bytes()); c.Name != "cat" || c.Description == nil || *c.Description != desc {
+		t.Errorf("created %+v from a %d-byte body", c, len(body))
+	}
+}
