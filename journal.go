@@ -247,6 +247,8 @@ func (s *Store) replayRecord(line []byte) error {
 	}
 	// One map operation, not a lookup then an insert: at a million
 	// categories each is a cache miss, and replay time is mostly these.
+	// On a duplicate, s has taken the record already; the error ends the
+	// start and s is thrown away.
 	known := len(s.names)
 	s.add(foldName(c.Name), c)
 	if len(s.names) == known {

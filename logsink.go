@@ -23,11 +23,14 @@ type logSink struct {
 	limit int
 }
 
+// How long and how much access lines wait before they are written.
 const (
 	logFlushSize  = 32 << 10
 	logFlushDelay = 100 * time.Millisecond
 )
 
+// newLogSink returns a sink that writes to w in batches of about limit
+// bytes, at most delay after their first line.
 func newLogSink(w io.Writer, limit int, delay time.Duration) *logSink {
 	s := &logSink{w: w, limit: limit, delay: delay, buf: make([]byte, 0, limit)}
 	s.timer = time.AfterFunc(time.Hour, s.Flush)
@@ -76,6 +79,7 @@ func (s *logSink) Close() {
 // Direct returns a writer that writes at once, after the buffered lines.
 func (s *logSink) Direct() io.Writer { return directWriter{s} }
 
+// directWriter writes through its sink at once; see logSink.Direct.
 type directWriter struct{ s *logSink }
 
 func (d directWriter) Write(p []byte) (int, error) {

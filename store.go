@@ -102,7 +102,7 @@ func (s *Store) publish() {
 	etag = append(etag, '"')
 	snap := &snapshot{list: s.list[:len(s.list):len(s.list)], items: s.items[:n:n]}
 	snap.etag[0] = string(etag)
-	snap.length[0] = strconv.Itoa(len(s.list) + 1) // the list and its "]"
+	snap.length[0] = strconv.Itoa(len(s.list) + len(listClose))
 	s.snap.Store(snap)
 }
 

@@ -58,19 +58,33 @@ trap stop_server EXIT
 
 wait_ready() {
 	for _ in $(seq 1 100); do
-		curl -fs -o /dev/null "$BASE/healthz" && return 0
 		kill -0 "$server_pid" 2>/dev/null || { say "bench-load: the server exited at start"; exit 1; }
+		if curl -fs -o /dev/null "$BASE/healthz"; then
+			# Answered: by our server, not by one that held the port before.
+			kill -0 "$server_pid" 2>/dev/null || { say "bench-load: the server exited at start"; exit 1; }
+			return 0
+		fi
 		sleep 0.1
 	done
 	say "bench-load: the server did not become ready in 10 s"
 	exit 1
 }
 
+# port_free: nothing may answer on the port before a server starts, or the
+# run would measure it.
+port_free() {
+	if curl -fs -o /dev/null --max-time 1 "$BASE/healthz"; then
+		say "bench-load: something already answers on 127.0.0.1:$PORT; stop it or set PORT"
+		exit 1
+	fi
+}
+
 # start_petstore DATA: petstore with every feature on (auth, access log,
-# request ids, journal unless DATA is :memory:). The access log goes to
-# /dev/null: one write per request, as to a file, without filling the disk.
+# request ids, journal unless DATA is :memory:). The access log (buffered,
+# a write per 32 KiB) goes to /dev/null, so as not to fill the disk.
 start_petstore() {
 	stop_server
+	port_free
 	PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$1" \
 		taskset -c "$SERVER_CPU" "$OUT/petstore" 2>/dev/null &
 	server_pid=$!
@@ -80,6 +94,7 @@ start_petstore() {
 # start_baseline LIST_FILE
 start_baseline() {
 	stop_server
+	port_free
 	BASELINE_ADDR="127.0.0.1:$PORT" BASELINE_LIST="$1" taskset -c "$SERVER_CPU" "$OUT/baseline" 2>/dev/null &
 	server_pid=$!
 	wait_ready
@@ -113,7 +128,8 @@ load() {
 	' <<<"$report"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# median of the numbers on stdin; the mean of the two middle ones for an even count.
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 declare -A RPS P99 RPS_RUNS P99_RUNS
 # compare "wrk args" CONTESTANT...: RUNS rounds; in each round every
@@ -127,7 +143,12 @@ compare() {
 			IFS='|' read -r name start conns <<<"$contestant"
 			eval "$start"
 			# shellcheck disable=SC2086 # args is a list of words
-			read -r rps p99 errors < <(load "$conns" $args)
+			local result
+			if ! result=$(load "$conns" $args); then
+				say "bench-load: wrk failed: $name run $run"
+				exit 1
+			fi
+			read -r rps p99 errors <<<"$result"
 			if [ "${errors:-0}" -ne 0 ]; then
 				say "bench-load: $name run $run had $errors failed or non-2xx/3xx answers; its numbers are not valid"
 				exit 1
