@@ -47,7 +47,7 @@ var (
 // accepted API key as a bearer token. It runs before the body is read.
 func requireKey(keys *keySet, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		header := r.Header.Get("Authorization")
+		header := headerValue(r.Header, "Authorization")
 		if header == "" {
 			w.Header()["Www-Authenticate"] = challengeMissing
 			writeError(w, errKeyMissing)

@@ -19,7 +19,7 @@ func handleCategoryList(store *Store) http.Handler {
 		h := w.Header()
 		h["Etag"] = etag
 		h["Cache-Control"] = listCacheControl
-		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
+		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
@@ -112,4 +112,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// headerValue is h.Get(key) for a key already in canonical form, as net/http
+// stores the keys of a request it read: it skips canonicalising key.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

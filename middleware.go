@@ -56,7 +56,7 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 	var seq atomic.Uint64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-Id")
+		id := headerValue(r.Header, "X-Request-Id")
 		if !validRequestID(id) {
 			var buf [64]byte
 			id = string(strconv.AppendUint(append(buf[:0], idPrefix...), seq.Add(1), 10))
@@ -67,16 +67,15 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 		w.Header()["X-Request-Id"] = rec.requestID[:]
 		next.ServeHTTP(rec, r)
 
-		end := time.Now()
 		line := accessLine{
-			time:      end,
+			time:      start, // when the request arrived; the duration says how long it took
 			level:     slog.LevelInfo,
 			method:    r.Method,
 			route:     r.Pattern,
 			path:      r.URL.Path,
 			status:    rec.status,
 			bytes:     rec.bytes,
-			duration:  float64(end.Sub(start).Microseconds()) / 1000,
+			duration:  float64(time.Since(start).Microseconds()) / 1000,
 			requestID: id,
 		}
 		if rec.err != nil {
