@@ -16,26 +16,20 @@ import (
 // to run under -race. Goroutines other than the test's own report with
 // t.Errorf and return, never t.Fatalf.
 
-func TestConcurrentCreates(t *testing.T) {
-	t.Run("memory", func(t *testing.T) {
-		testConcurrentCreates(t, newTestEnv(t))
-	})
-	t.Run("journal", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "j.jsonl")
-		store := openTestStore(t, path)
-		testConcurrentCreates(t, newTestEnv(t, withStore(store)))
-		checkReopens(t, store, path)
-	})
-}
+func TestConcurrentCreates(t *testing.T) { inMemoryAndJournaled(t, testConcurrentCreates) }
 
-func TestConcurrentCreatesSameName(t *testing.T) {
+func TestConcurrentCreatesSameName(t *testing.T) { inMemoryAndJournaled(t, testConcurrentSameName) }
+
+// inMemoryAndJournaled runs test over a memory store, then over a journaled
+// one, which must then reopen to the same list.
+func inMemoryAndJournaled(t *testing.T, test func(*testing.T, *testEnv)) {
 	t.Run("memory", func(t *testing.T) {
-		testConcurrentSameName(t, newTestEnv(t))
+		test(t, newTestEnv(t))
 	})
 	t.Run("journal", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "j.jsonl")
 		store := openTestStore(t, path)
-		testConcurrentSameName(t, newTestEnv(t, withStore(store)))
+		test(t, newTestEnv(t, withStore(store)))
 		checkReopens(t, store, path)
 	})
 }

@@ -42,11 +42,13 @@ func (f *fakeProcs) get() (int, []int) {
 
 // newTestBoost returns a boost over fake GOMAXPROCS and a clock the test
 // moves; its timer never fires on its own (checks are called directly).
-func newTestBoost(clock *atomic.Int64) (*procsBoost, *fakeProcs) {
+func newTestBoost(t *testing.T, clock *atomic.Int64) (*procsBoost, *fakeProcs) {
+	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
 	procs := &fakeProcs{procs: 1}
 	start := time.Unix(0, clock.Load())
 	b := &procsBoost{set: procs.set, now: func() time.Time { return time.Unix(0, clock.Load()) }, start: start,
 		idleAfter: time.Hour, log: slog.New(slog.DiscardHandler), base: 1}
+	t.Cleanup(b.stop)
 	return b, procs
 }
 
@@ -55,9 +57,7 @@ func newTestBoost(clock *atomic.Int64) (*procsBoost, *fakeProcs) {
 func TestProcsBoost(t *testing.T) {
 	t.Parallel()
 	var clock atomic.Int64
-	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
-	b, procs := newTestBoost(&clock)
-	defer b.stop()
+	b, procs := newTestBoost(t, &clock)
 
 	b.batch(3)
 	b.batch(5)
@@ -90,9 +90,7 @@ func TestProcsBoost(t *testing.T) {
 func TestProcsBoostBatchDuringCheck(t *testing.T) {
 	t.Parallel()
 	var clock atomic.Int64
-	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
-	b, procs := newTestBoost(&clock)
-	defer b.stop()
+	b, procs := newTestBoost(t, &clock)
 	b.batch(1)
 	clock.Add(int64(2 * time.Hour))
 	// The batch's store of lastBatch lands between check's read of it and
