@@ -19,7 +19,6 @@ import (
 // and FuzzAccessLine hold it to that. Every other log line goes through slog.
 type accessLine struct {
 	time      time.Time
-	level     slog.Level
 	method    string
 	route     string
 	path      string
@@ -48,8 +47,9 @@ func (l *accessLine) attrs() []slog.Attr {
 	return attrs
 }
 
-// appendJSON appends the line as slog's JSONHandler writes a record with
-// message "request" and attrs, newline included.
+// appendJSON appends the line as slog's JSONHandler writes an INFO record
+// with message "request" and attrs, newline included. (Lines of 5xx answers
+// are ERROR and go through slog; see logRequests.)
 func (l *accessLine) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	if !l.time.IsZero() { // slog leaves a zero time out
@@ -57,9 +57,7 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 		b = l.time.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `",`...)
 	}
-	b = append(b, `"level":`...)
-	b = appendLogString(b, l.level.String())
-	b = append(b, `,"msg":"request","method":`...)
+	b = append(b, `"level":"INFO","msg":"request","method":`...)
 	b = appendLogString(b, l.method)
 	b = append(b, `,"route":`...)
 	b = appendLogString(b, l.route)
@@ -94,10 +92,9 @@ func appendLogFloat(b []byte, f float64) []byte {
 	return append(b, text...)
 }
 
-// accessLog writes access lines to w, each with one Write, one at a time
-// (as slog's handlers do), so w need not be safe for concurrent use.
+// accessLog writes access lines to w, each with one Write. w must be safe
+// for concurrent use (the logSink is), since requests log concurrently.
 type accessLog struct {
-	mu   sync.Mutex
 	w    io.Writer
 	bufs sync.Pool // *[]byte
 }
@@ -109,8 +106,6 @@ func newAccessLog(w io.Writer) *accessLog {
 func (a *accessLog) write(l *accessLine) {
 	bp := a.bufs.Get().(*[]byte)
 	*bp = l.appendJSON((*bp)[:0])
-	a.mu.Lock()
 	a.w.Write(*bp) // a log that cannot be written has nowhere to report it
-	a.mu.Unlock()
 	a.bufs.Put(bp)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,12 +19,37 @@ const (
 	testKey2 = "test-key-two"
 )
 
+// lockedBuffer is a bytes.Buffer safe for concurrent use: the test logs,
+// written by concurrent requests and read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
 // testEnv is a real handler over a memory store, with the clock and extra
 // routes a test may want.
 type testEnv struct {
 	handler http.Handler
 	store   *Store
-	logs    *bytes.Buffer
+	logs    *lockedBuffer
 	now     time.Time
 }
 
@@ -39,13 +65,14 @@ func withRoute(rt route) testOption {
 	return func(_ *deps, table *[]route) { *table = append(*table, rt) }
 }
 
-// withLogTo sends every log line to w instead of testEnv.logs.
+// withLogTo sends every log line to w instead of testEnv.logs; w must be
+// safe for concurrent use.
 func withLogTo(w io.Writer) testOption {
 	return func(d *deps, _ *[]route) { d.log, d.access = slog.New(slog.NewJSONHandler(w, nil)), w }
 }
 
-// withAccessLogTo sends the access log lines of answers below 500 to w;
-// the others stay in testEnv.logs.
+// withAccessLogTo sends the access log lines of answers below 500 to w,
+// which must be safe for concurrent use; the others stay in testEnv.logs.
 func withAccessLogTo(w io.Writer) testOption {
 	return func(d *deps, _ *[]route) { d.access = w }
 }
@@ -59,7 +86,7 @@ func withStore(s *Store) testOption {
 // store, accepting testKey and testKey2.
 func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	t.Helper()
-	logs := &bytes.Buffer{}
+	logs := &lockedBuffer{}
 	cfg, err := loadConfig(func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("default config: %v", err)

@@ -1,31 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer safe to read while a timer writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestLogSinkBuffersUntilFull(t *testing.T) {
 	t.Parallel()
@@ -78,7 +58,7 @@ func TestLogSinkDirectKeepsOrder(t *testing.T) {
 // production); those of 500s go to the error log, written at once.
 func TestServerErrorsSkipTheAccessLog(t *testing.T) {
 	t.Parallel()
-	var access bytes.Buffer
+	var access lockedBuffer
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking}))
 	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "ok-1"}})

@@ -147,10 +147,6 @@ func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	body, err := buildOpenAPI(table)
-	if err != nil {
-		return err
-	}
-	_, err = stdout.Write(append(body, '\n'))
+	_, err = stdout.Write(append(documentOf(table), '\n'))
 	return err
 }

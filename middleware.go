@@ -69,7 +69,6 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 
 		line := accessLine{
 			time:      start, // when the request arrived; the duration says how long it took
-			level:     slog.LevelInfo,
 			method:    r.Method,
 			route:     r.Pattern,
 			path:      r.URL.Path,

@@ -41,6 +41,17 @@ func (doc *apiDocument) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, doc.body)
 }
 
+// documentOf returns the OpenAPI document routes built for table, the one
+// GET /v1/openapi.json serves.
+func documentOf(table []route) []byte {
+	for _, rt := range table {
+		if doc, ok := rt.handler.(*apiDocument); ok {
+			return doc.body
+		}
+	}
+	return nil
+}
+
 // buildOpenAPI returns the OpenAPI 3.1 document of table. Everything a route
 // entry says (path, method, auth, deprecation, stability) comes from the
 // table; openapi_static.json must describe exactly the table's operations.

@@ -485,12 +485,8 @@ func undocumentedStatuses() ([]string, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	body, err := buildOpenAPI(table)
-	if err != nil {
-		return nil, 0, err
-	}
 	var doc map[string]any
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := json.Unmarshal(documentOf(table), &doc); err != nil {
 		return nil, 0, err
 	}
 	documented := func(method, path string, status int) bool {

@@ -35,7 +35,7 @@ type deps struct {
 	store  *Store
 	keys   *keySet
 	log    *slog.Logger // start, warnings, errors: written at once
-	access io.Writer    // one line per request, below status 500
+	access io.Writer    // one line per request, below status 500; safe for concurrent use
 	now    func() time.Time
 	pets   deprecation // of GET /v1/pets/{petId}
 }
