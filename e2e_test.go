@@ -69,6 +69,13 @@ func (c *logCapture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns everything written so far.
+func (c *logCapture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
 // lines returns every complete line written so far.
 func (c *logCapture) lines() []string {
 	c.mu.Lock()

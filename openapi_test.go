@@ -522,6 +522,7 @@ func undocumentedStatuses() ([]string, int, error) {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
+	removeTestBinary()
 	if code == 0 {
 		missing, checked, err := undocumentedStatuses()
 		switch {

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -118,75 +113,25 @@ func TestNewProcsBoostNotNeeded(t *testing.T) {
 // The real binary on one CPU: with a journal, the first create raises
 // GOMAXPROCS; with :memory:, or with GOMAXPROCS set explicitly, nothing does.
 func TestRunBoostsProcsForJournalWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
 		t.Skip("taskset is not installed")
 	}
-	bin := buildPetstore(t)
 	dir := t.TempDir()
 	tests := []struct {
 		name        string
-		env         []string
+		env         map[string]string
 		wantBoosted bool
 	}{
-		{"journal", []string{"PETSTORE_DATA=" + filepath.Join(dir, "a.jsonl")}, true},
-		{"memory", []string{"PETSTORE_DATA=" + memoryPath}, false},
-		{"journal with GOMAXPROCS=1", []string{"PETSTORE_DATA=" + filepath.Join(dir, "b.jsonl"), "GOMAXPROCS=1"}, false},
+		{"journal", map[string]string{"PETSTORE_DATA": filepath.Join(dir, "a.jsonl")}, true},
+		{"memory", map[string]string{"PETSTORE_DATA": memoryPath}, false},
+		{"journal with GOMAXPROCS=1", map[string]string{"PETSTORE_DATA": filepath.Join(dir, "b.jsonl"), "GOMAXPROCS": "1"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, taskset, "-c", "0", bin)
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
-			cmd.Env = append(cmd.Env, "PETSTORE_ADDR=127.0.0.1:0", "PETSTORE_API_KEYS="+crashKey)
-			cmd.Env = append(cmd.Env, tt.env...)
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}()
-			lines := make(chan map[string]any, 100)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					var line map[string]any
-					if json.Unmarshal(sc.Bytes(), &line) == nil {
-						lines <- line
-					}
-				}
-				io.Copy(io.Discard, stderr)
-			}()
-			next := func(d time.Duration) map[string]any {
-				select {
-				case l := <-lines:
-					return l
-				case <-time.After(d):
-					return nil
-				}
-			}
-			var addr string
-			for l := next(10 * time.Second); l != nil; l = next(10 * time.Second) {
-				if l["msg"] == "listening" {
-					addr, _ = l["addr"].(string)
-					break
-				}
-			}
-			if addr == "" {
-				t.Fatalf("petstore did not start listening")
-			}
-			req, _ := http.NewRequest("POST", "http://"+addr+"/v1/categories", strings.NewReader(`{"name":"dog"}`))
-			req.Header.Set("Authorization", "Bearer "+crashKey)
+			p := startBinary(t, tt.env, withPrefix(taskset, "-c", "0"))
+			req, _ := http.NewRequest("POST", p.url("/v1/categories"), strings.NewReader(`{"name":"dog"}`))
+			req.Header.Set("Authorization", "Bearer "+binKey)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -198,15 +143,13 @@ func TestRunBoostsProcsForJournalWrites(t *testing.T) {
 			}
 			// The boost is logged before the create's 201; the access line
 			// of the create follows within the log's flush delay.
-			boosted := false
-			for l := next(2 * logFlushDelay); l != nil; l = next(2 * logFlushDelay) {
-				if strings.HasPrefix(l["msg"].(string), "journal writes: GOMAXPROCS raised") && l["gomaxprocs"] == float64(2) {
-					boosted = true
-				}
-				if l["msg"] == "request" {
-					break
-				}
+			if p.waitLog(10*logFlushDelay, func(l logLine) bool { return l["msg"] == "request" }) == nil {
+				t.Fatalf("no access line for the create")
 			}
+			boosted := p.waitLog(0, func(l logLine) bool {
+				msg, _ := l["msg"].(string)
+				return strings.HasPrefix(msg, "journal writes: GOMAXPROCS raised") && l["gomaxprocs"] == float64(2)
+			}) != nil
 			if boosted != tt.wantBoosted {
 				t.Errorf("GOMAXPROCS raised: got %v, want %v", boosted, tt.wantBoosted)
 			}
