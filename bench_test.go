@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,7 +31,7 @@ func BenchmarkCreate(b *testing.B) {
 				if mode == "durable" {
 					path = filepath.Join(b.TempDir(), "bench.jsonl")
 				}
-				store, err := openStore(path, discardLogger())
+				store, err := openStore(path, storeOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -107,7 +108,7 @@ func benchEnv(b *testing.B, n int) *testEnv {
 	b.Helper()
 	env := newTestEnv(b, withLogTo(io.Discard))
 	for i := range n {
-		if _, _, err := env.store.Create(NewCategory{Name: benchName(i + 1)}); err != nil {
+		if _, _, err := env.store.Create(context.Background(), NewCategory{Name: benchName(i + 1)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -128,8 +129,7 @@ func BenchmarkList(b *testing.B) {
 			env := benchEnv(b, n)
 			r := httptest.NewRequest("GET", "/v1/categories", nil)
 			r.Header.Set("Authorization", "Bearer "+testKey)
-			list, _, _ := env.store.List()
-			b.SetBytes(int64(len(list) + 1))
+			b.SetBytes(int64(snapshotOf(b, env.store).Size()))
 			serveBench(b, env.handler, r, http.StatusOK)
 		})
 	}
@@ -138,10 +138,9 @@ func BenchmarkList(b *testing.B) {
 // BenchmarkListNotModified measures a revalidation that answers 304.
 func BenchmarkListNotModified(b *testing.B) {
 	env := benchEnv(b, 100)
-	_, etag, _ := env.store.List()
 	r := httptest.NewRequest("GET", "/v1/categories", nil)
 	r.Header.Set("Authorization", "Bearer "+testKey)
-	r.Header.Set("If-None-Match", etag[0])
+	r.Header.Set("If-None-Match", snapshotOf(b, env.store).ETag())
 	serveBench(b, env.handler, r, http.StatusNotModified)
 }
 
@@ -195,13 +194,13 @@ func BenchmarkReplay(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		before := liveHeap()
-		s, err := openStore(path, discardLogger())
+		s, err := openStore(path, storeOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if s.Len() != n {
-			b.Fatalf("replayed %d categories, want %d", s.Len(), n)
+		if got := snapshotOf(b, s).Len(); got != n {
+			b.Fatalf("replayed %d categories, want %d", got, n)
 		}
 		heapPerCategory = float64(liveHeap()-before) / n
 		runtime.KeepAlive(s)
@@ -240,7 +239,7 @@ func TestListAllocationsIndependentOfSize(t *testing.T) {
 	for _, n := range []int{10, 10_000} {
 		env := newTestEnv(t, withLogTo(io.Discard))
 		for i := range n {
-			if _, _, err := env.store.Create(NewCategory{Name: benchName(i + 1)}); err != nil {
+			if _, _, err := env.store.Create(context.Background(), NewCategory{Name: benchName(i + 1)}); err != nil {
 				t.Fatal(err)
 			}
 		}

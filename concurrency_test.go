@@ -36,21 +36,20 @@ func inMemoryAndJournaled(t *testing.T, test func(*testing.T, *testEnv)) {
 
 // checkReopens closes store and checks that reopening its journal gives back
 // exactly the same list.
-func checkReopens(t *testing.T, store *Store, path string) {
+func checkReopens(t *testing.T, store Store, path string) {
 	t.Helper()
-	before, etagBefore, _ := store.List()
+	before := snapshotOf(t, store)
 	if err := store.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	reopened := openTestStore(t, path)
-	after, etagAfter, _ := reopened.List()
-	if !bytes.Equal(after, before) {
-		t.Errorf("list after reopening differs:\n got %s\nwant %s", after, before)
+	after := snapshotOf(t, openTestStore(t, path))
+	if !bytes.Equal(after.list, before.list) {
+		t.Errorf("list after reopening differs:\n got %s\nwant %s", after.list, before.list)
 	}
-	if etagAfter[0] != etagBefore[0] {
-		t.Errorf("ETag after reopening: got %s, want %s", etagAfter[0], etagBefore[0])
+	if after.ETag() != before.ETag() {
+		t.Errorf("ETag after reopening: got %s, want %s", after.ETag(), before.ETag())
 	}
-	if got, want := reopened.Len(), store.Len(); got != want {
+	if got, want := after.Len(), before.Len(); got != want {
 		t.Errorf("Len after reopening: got %d, want %d", got, want)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -654,12 +653,8 @@ func TestRunGracefulShutdown(t *testing.T) {
 	}
 
 	// The journal was closed (its lock released) and holds the category.
-	store, err := openStore(data, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("reopening the journal: %v", err)
-	}
-	defer store.Close()
-	if got, _ := store.Get(1); string(got) != `{"id":1,"name":"Late"}` {
+	store := openTestStore(t, data)
+	if got, _ := store.Get(context.Background(), 1); string(got) != `{"id":1,"name":"Late"}` {
 		t.Errorf("category 1 after shutdown: got %s, want the in-flight one", got)
 	}
 }

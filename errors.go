@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 )
@@ -53,6 +54,11 @@ type apiError struct {
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 func errorf(code, message string) *apiError { return &apiError{code: code, message: message} }
+
+// apiErrorf returns an *apiError whose message is formatted as fmt.Sprintf does.
+func apiErrorf(code, format string, args ...any) *apiError {
+	return &apiError{code: code, message: fmt.Sprintf(format, args...)}
+}
 
 // writeError answers with the Error body for err. The error itself, whatever
 // it is, goes to the access log line of the request.

@@ -288,7 +288,7 @@ func FuzzCreateCategory(f *testing.F) {
 					t.Errorf("message %q does not name %q", eb.Message, word)
 				}
 			}
-			if n := env.store.Len(); n != 0 {
+			if n := snapshotOf(t, env.store).Len(); n != 0 {
 				t.Errorf("store holds %d categories after a refused create, want 0", n)
 			}
 			return
@@ -360,7 +360,7 @@ func FuzzCreateCategory(f *testing.F) {
 				t.Errorf("create %s: code: got %q, want conflict", dupBody, eb.Code)
 			}
 		}
-		if n := env.store.Len(); n != 1 {
+		if n := snapshotOf(t, env.store).Len(); n != 1 {
 			t.Errorf("store holds %d categories, want 1", n)
 		}
 	})

@@ -1,33 +1,48 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
-var (
-	listCacheControl = []string{"private, no-cache"}
-	listClose        = []byte{']'}
-)
+var listCacheControl = []string{"private, no-cache"}
 
 // handleCategoryList handles "GET /v1/categories": every category, sorted
 // by id, served from the store's encoded snapshot, with an ETag.
-func handleCategoryList(store *Store) http.Handler {
+func handleCategoryList(store Store) http.Handler {
+	// The header values of the latest snapshot, made once per snapshot:
+	// net/http takes header values as slices, and a list must not cost an
+	// allocation for each.
+	type listHeaders struct {
+		snap         *snapshot
+		etag, length []string
+	}
+	var latest atomic.Pointer[listHeaders]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		list, etag, length := store.List()
+		snap, err := store.List(r.Context())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		lh := latest.Load()
+		if lh == nil || lh.snap != snap {
+			lh = &listHeaders{snap: snap, etag: []string{snap.ETag()}, length: []string{strconv.Itoa(snap.Size())}}
+			latest.Store(lh)
+		}
 		h := w.Header()
-		h["Etag"] = etag
+		h["Etag"] = lh.etag
 		h["Cache-Control"] = listCacheControl
-		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
+		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, snap.ETag()) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 		h["Content-Type"] = jsonContentType
-		h["Content-Length"] = length
+		h["Content-Length"] = lh.length
 		w.WriteHeader(http.StatusOK)
-		w.Write(list)
-		w.Write(listClose)
+		snap.WriteTo(w)
 	})
 }
 
@@ -44,7 +59,7 @@ func etagMatches(ifNoneMatch, etag string) bool {
 }
 
 // handleCategoryCreate handles "POST /v1/categories".
-func handleCategoryCreate(store *Store) http.Handler {
+func handleCategoryCreate(store Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		members, err := decodeJSONObject(w, r)
 		if err != nil {
@@ -56,7 +71,7 @@ func handleCategoryCreate(store *Store) http.Handler {
 			writeError(w, err)
 			return
 		}
-		c, body, err := store.Create(nc)
+		c, body, err := store.Create(r.Context(), nc)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -68,7 +83,7 @@ func handleCategoryCreate(store *Store) http.Handler {
 }
 
 // handleCategoryGet handles "GET /v1/categories/{id}".
-func handleCategoryGet(store *Store) http.Handler {
+func handleCategoryGet(store Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw := r.PathValue("id")
 		id, ok := parseID(raw)
@@ -76,9 +91,13 @@ func handleCategoryGet(store *Store) http.Handler {
 			writeError(w, errorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got "+strconv.Quote(truncate(raw, 40))))
 			return
 		}
-		body, ok := store.Get(id)
-		if !ok {
+		body, err := store.Get(r.Context(), id)
+		if errors.Is(err, errNotFound) {
 			writeError(w, errorf(codeNotFound, "no category with id "+raw))
+			return
+		}
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, body)
@@ -94,12 +113,13 @@ func handleNotImplemented(operation string) http.Handler {
 	})
 }
 
-// handleHealth handles "GET /healthz". It fails once the journal has failed,
-// so that a supervisor restarts the service.
-func handleHealth(store *Store) http.Handler {
+// handleHealth handles "GET /healthz". It fails while the store cannot take
+// creates (a journal that failed), so that a supervisor restarts the
+// service or a load balancer takes it out.
+func handleHealth(store Store) http.Handler {
 	ok := []byte(`{"status":"ok"}`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := store.Failed(); err != nil {
+		if err := store.Health(); err != nil {
 			writeError(w, err)
 			return
 		}

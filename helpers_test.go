@@ -48,7 +48,7 @@ func (b *lockedBuffer) Bytes() []byte {
 // routes a test may want.
 type testEnv struct {
 	handler http.Handler
-	store   *Store
+	store   Store
 	logs    *lockedBuffer
 	now     time.Time
 }
@@ -78,7 +78,7 @@ func withAccessLogTo(w io.Writer) testOption {
 }
 
 // withStore serves from store instead of a new memory store.
-func withStore(s *Store) testOption {
+func withStore(s Store) testOption {
 	return func(d *deps, _ *[]route) { d.store = s }
 }
 
@@ -104,12 +104,11 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 		opt(&d, &extra)
 	}
 	t.Cleanup(func() { observeAccessLog(logs.Bytes()) })
-	table, err := routes(d)
+	handler, _, err := newServer(d, extra...)
 	if err != nil {
-		t.Fatalf("routes: %v", err)
+		t.Fatalf("newServer: %v", err)
 	}
-	table = append(table, extra...)
-	return &testEnv{handler: newHandler(table, d), store: d.store, logs: logs}
+	return &testEnv{handler: handler, store: d.store, logs: logs}
 }
 
 // request is one request to send through the handler.

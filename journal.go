@@ -20,10 +20,8 @@ import (
 // service runs gives a consistent prefix.
 const journalHeader = `{"format":"petstore-categories","version":1}`
 
-// memoryPath is the PETSTORE_DATA value that keeps data in memory only.
-const memoryPath = ":memory:"
-
-// journal is the open, locked journal file of a Store.
+// journal is an open, locked journal file. One goroutine at a time may
+// append to it.
 type journal struct {
 	f      *os.File
 	path   string
@@ -32,29 +30,9 @@ type journal struct {
 	syncs  int   // fsyncs of appends, for tests of group commit
 }
 
-// openStore opens the store kept in the journal at path, replaying it, or a
-// memory-only store for ":memory:". It takes the journal's lock: a second
-// process opening the same path fails.
-func openStore(path string, log *slog.Logger) (*Store, error) {
-	s := newMemoryStore()
-	if path == memoryPath {
-		return s, nil
-	}
-	j, data, err := openJournal(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.replay(j, data, log); err != nil {
-		j.close()
-		return nil, err
-	}
-	s.journal = j
-	s.queue = make(chan *createRequest, maxBatch)
-	s.writerEnd = make(chan struct{})
-	go s.writeLoop()
-	return s, nil
-}
-
+// openJournal opens and locks the journal at path, creating it (and its
+// directory) if needed, and returns it with its content, not yet replayed.
+// A second process opening the same path fails.
 func openJournal(path string) (*journal, []byte, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -109,15 +87,11 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// replay loads the journal's records into the empty store s. A torn last line
-// (a write cut short by a crash) is set aside in path+".torn" and cut off;
-// damage anywhere else stops the replay with the line number.
-func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
-	lines := bytes.Count(data, []byte{'\n'})
-	s.names = make(map[string]struct{}, lines)
-	s.items = make([]item, 0, lines)
-	s.list = make([]byte, 1, len(data)+1)
-	s.list[0] = '['
+// replay reads the journal's records, data, into a new index. A torn last
+// line (a write cut short by a crash) is set aside in path+".torn" and cut
+// off; damage anywhere else stops the replay with the line number.
+func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
+	x := newIndex(bytes.Count(data, []byte{'\n'}), len(data))
 
 	lineNo, offset := 0, 0
 	for offset < len(data) {
@@ -132,14 +106,14 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		case lineNo == 1:
 			err = checkJournalHeader(line)
 		default:
-			err = s.replayRecord(line)
+			err = replayRecord(x, line)
 		}
 		if err != nil {
 			if !isTorn(line, complete, lineNo, len(rest) == 0) {
-				return fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
+				return nil, fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
 			}
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
-				return err
+				return nil, err
 			}
 			break
 		}
@@ -148,11 +122,11 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 	}
 	if j.size == 0 {
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
-			return fmt.Errorf("writing the header of %s: %w", j.path, err)
+			return nil, fmt.Errorf("writing the header of %s: %w", j.path, err)
 		}
 	}
-	s.publish()
-	return nil
+	x.publish()
+	return x, nil
 }
 
 // isTorn reports whether a line that failed to parse is what a crash leaves
@@ -210,8 +184,8 @@ func checkJournalHeader(line []byte) error {
 	return fmt.Errorf("journal format version %d is not supported by this petstore (it reads version 1)", h.Version)
 }
 
-// replayRecord checks one record line and adds its category to s.
-func (s *Store) replayRecord(line []byte) error {
+// replayRecord checks one record line and adds its category to x.
+func replayRecord(x *index, line []byte) error {
 	if !json.Valid(line) || !utf8.Valid(line) {
 		return errors.New("not a valid JSON record")
 	}
@@ -242,16 +216,12 @@ func (s *Store) replayRecord(line []byte) error {
 	if !sawID || !sawName {
 		return errors.New("record lacks an id or a name")
 	}
-	if c.ID <= s.lastID() {
-		return fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
+	if c.ID <= x.lastID() {
+		return fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
 	}
-	// One map operation, not a lookup then an insert: at a million
-	// categories each is a cache miss, and replay time is mostly these.
-	// On a duplicate, s has taken the record already; the error ends the
-	// start and s is thrown away.
-	known := len(s.names)
-	s.add(foldName(c.Name), c)
-	if len(s.names) == known {
+	// On a duplicate, x has taken the record already; the error ends the
+	// start and x is thrown away.
+	if _, unique := x.add(foldName(c.Name), c); !unique {
 		return fmt.Errorf("name %q appears twice", c.Name)
 	}
 	return nil

@@ -68,38 +68,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer sink.Close()
 	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
-	store, err := openStore(cfg.dataPath, log)
+	opts := storeOptions{log: log}
+	// An explicit GOMAXPROCS in the environment is left alone.
+	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
+		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
+			opts.onBatch = boost.batch
+			defer boost.stop()
+		}
+	}
+	store, err := openStore(cfg.dataPath, opts)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
 	defer store.Close()
 
-	// An explicit GOMAXPROCS in the environment is left alone.
-	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
-		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
-			store.onBatch = boost.batch // before the first create
-			defer boost.stop()
-		}
-	}
-
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
-	d := deps{
+	handler, _, err := newServer(deps{
 		store:  store,
 		keys:   newKeySet(cfg.keys),
 		log:    log,
 		access: sink,
 		now:    time.Now,
 		pets:   cfg.pets,
-	}
-	table, err := routes(d)
+	})
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           newHandler(table, d),
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -107,7 +106,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", store.Len(), "api_keys", len(cfg.keys))
+	snap, err := store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys))
 	if cfg.generatedKey {
 		// Printed once, outside the JSON log, so that `go run .` just works.
 		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
@@ -143,10 +146,10 @@ func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	table, err := routes(deps{pets: pets})
+	_, doc, err := newServer(deps{pets: pets})
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(append(documentOf(table), '\n'))
+	_, err = stdout.Write(append(doc, '\n'))
 	return err
 }

@@ -32,24 +32,12 @@ type staticParts struct {
 	Operations    map[string]map[string]any `json:"operations"`    // operationId → summary, parameters, own responses …
 }
 
-// apiDocument serves the OpenAPI document, built once at start.
-type apiDocument struct {
-	body []byte
-}
-
-func (doc *apiDocument) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, doc.body)
-}
-
-// documentOf returns the OpenAPI document routes built for table, the one
-// GET /v1/openapi.json serves.
-func documentOf(table []route) []byte {
-	for _, rt := range table {
-		if doc, ok := rt.handler.(*apiDocument); ok {
-			return doc.body
-		}
-	}
-	return nil
+// handleDocument handles "GET /v1/openapi.json": the OpenAPI document,
+// built once at start by newServer.
+func handleDocument(doc []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, doc)
+	})
 }
 
 // buildOpenAPI returns the OpenAPI 3.1 document of table. Everything a route
@@ -85,9 +73,12 @@ func buildOpenAPI(table []route) ([]byte, error) {
 			}
 			paths[docPath] = item
 		}
-		item[strings.ToLower(rt.method)] = op
-		if rt.method == "GET" {
-			item["head"] = headOperation(op)
+		for _, method := range rt.methods() {
+			if method == rt.method {
+				item[strings.ToLower(method)] = op
+			} else {
+				item[strings.ToLower(method)] = headOperation(op)
+			}
 		}
 	}
 	for id := range st.Operations {
@@ -167,9 +158,10 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 		desc, _ := op["description"].(string)
 		op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated as of %s; its sunset is %s, from which on it answers 410 `gone`.",
 			desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
+		deprecated, sunset := dep.headerValues()
 		deprecationHeaders = map[string]any{
-			"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", "@"+strconv.FormatInt(dep.at.Unix(), 10)),
-			"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", dep.sunset.UTC().Format(http.TimeFormat)),
+			"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", deprecated),
+			"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", sunset),
 		}
 	}
 

@@ -32,7 +32,7 @@ type deprecation struct {
 
 // deps is what the routes need.
 type deps struct {
-	store  *Store
+	store  Store
 	keys   *keySet
 	log    *slog.Logger // start, warnings, errors: written at once
 	access io.Writer    // one line per request, below status 500; safe for concurrent use
@@ -40,25 +40,46 @@ type deps struct {
 	pets   deprecation // of GET /v1/pets/{petId}
 }
 
-// routes lists the whole API, and builds its OpenAPI document from the list.
-func routes(d deps) ([]route, error) {
-	pets := d.pets
-	doc := &apiDocument{}
-	table := []route{
+// routes lists the whole API. doc is the OpenAPI document served at
+// /v1/openapi.json, which newServer builds from this same list.
+func routes(d deps, doc []byte) []route {
+	return []route{
 		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
 		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store)},
 		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
-		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &pets},
+		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
-		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: doc, public: true},
+		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 	}
-	body, err := buildOpenAPI(table)
+}
+
+// newServer builds the service from its dependencies: the handler of every
+// request, and the OpenAPI document it serves. extra routes (a test's) are
+// served like the others but not documented.
+func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
+	// The document describes the table; a route's handler plays no part in
+	// it, so the table is listed once to describe and once to serve.
+	doc, err := buildOpenAPI(routes(d, nil))
 	if err != nil {
-		return nil, fmt.Errorf("building the OpenAPI document: %w", err)
+		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
 	}
-	doc.body = body
-	return table, nil
+	table := append(routes(d, doc), extra...)
+	return newHandler(table, d), doc, nil
+}
+
+// methods returns the methods a route answers: its own, and HEAD for GET.
+func (rt route) methods() []string {
+	if rt.method == "GET" {
+		return []string{"GET", "HEAD"}
+	}
+	return []string{rt.method}
+}
+
+// headerValues returns the Deprecation (RFC 9745) and Sunset (RFC 8594)
+// header values of dep.
+func (dep deprecation) headerValues() (deprecated, sunset string) {
+	return "@" + strconv.FormatInt(dep.at.Unix(), 10), dep.sunset.UTC().Format(http.TimeFormat)
 }
 
 // newHandler builds the service's handler from a route table. Middleware
@@ -83,10 +104,7 @@ func newHandler(table []route, d deps) http.Handler {
 		if _, seen := methods[rt.path]; !seen {
 			paths = append(paths, rt.path)
 		}
-		methods[rt.path] = append(methods[rt.path], rt.method)
-		if rt.method == "GET" {
-			methods[rt.path] = append(methods[rt.path], "HEAD")
-		}
+		methods[rt.path] = append(methods[rt.path], rt.methods()...)
 	}
 	// A pattern without a method is less specific than the same one with a
 	// method, so these catch only the methods a path does not have.
@@ -111,8 +129,8 @@ func methodNotAllowed(methods []string) http.Handler {
 
 // deprecationHeaders adds Deprecation and Sunset to every answer of a route.
 func deprecationHeaders(dep deprecation, next http.Handler) http.Handler {
-	deprecated := []string{"@" + strconv.FormatInt(dep.at.Unix(), 10)}
-	sunset := []string{dep.sunset.UTC().Format(http.TimeFormat)}
+	d, sun := dep.headerValues()
+	deprecated, sunset := []string{d}, []string{sun}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["Deprecation"] = deprecated

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,43 +15,62 @@ import (
 	"time"
 )
 
-func discardLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
-
-// openTestStore opens a journaled store in a new temp dir and closes it at
-// the end of the test.
-func openTestStore(t *testing.T, path string) *Store {
+// openTestStore opens the journal store at path and closes it at the end of
+// the test.
+func openTestStore(t testing.TB, path string, opts ...func(*storeOptions)) *journalStore {
 	t.Helper()
-	s, err := openStore(path, discardLogger())
+	var o storeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := openStore(path, o)
 	if err != nil {
 		t.Fatalf("openStore(%s): %v", path, err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s.(*journalStore)
 }
 
-func mustStoreCreate(t *testing.T, s *Store, name string) Category {
+// withStoreLog sends the store's log lines to w.
+func withStoreLog(w io.Writer) func(*storeOptions) {
+	return func(o *storeOptions) { o.log = slog.New(slog.NewJSONHandler(w, nil)) }
+}
+
+func mustStoreCreate(t *testing.T, s Store, name string) Category {
 	t.Helper()
-	c, _, err := s.Create(NewCategory{Name: name})
+	c, _, err := s.Create(context.Background(), NewCategory{Name: name})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", name, err)
 	}
 	return c
 }
 
-func listString(s *Store) string {
-	list, _, _ := s.List()
-	return string(list) + "]"
+// snapshotOf returns what s lists now.
+func snapshotOf(t testing.TB, s Store) *snapshot {
+	t.Helper()
+	snap, err := s.List(context.Background())
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return snap
+}
+
+func listString(t testing.TB, s Store) string {
+	t.Helper()
+	var b strings.Builder
+	snapshotOf(t, s).WriteTo(&b)
+	return b.String()
 }
 
 func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "dir", "cats.jsonl")
 	s := openTestStore(t, path)
 	mustStoreCreate(t, s, "dog")
-	if _, _, err := s.Create(NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
+	if _, _, err := s.Create(context.Background(), NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
 		t.Fatal(err)
 	}
 	mustStoreCreate(t, s, "Rabbit")
-	before := listString(s)
+	before := listString(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -75,13 +95,13 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	}
 
 	s2 := openTestStore(t, path)
-	if got := listString(s2); got != before {
+	if got := listString(t, s2); got != before {
 		t.Errorf("after reopen: got %s, want %s", got, before)
 	}
 	if c := mustStoreCreate(t, s2, "hamster"); c.ID != 4 {
 		t.Errorf("next id after reopen: got %d, want 4", c.ID)
 	}
-	if _, _, err := s2.Create(NewCategory{Name: "DOG"}); err == nil {
+	if _, _, err := s2.Create(context.Background(), NewCategory{Name: "DOG"}); err == nil {
 		t.Errorf("uniqueness after reopen: creating DOG succeeded, want a conflict")
 	}
 }
@@ -104,12 +124,8 @@ func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
 			appendFile(t, path, tc.tail)
 
 			logs := &bytes.Buffer{}
-			s2, err := openStore(path, slog.New(slog.NewJSONHandler(logs, nil)))
-			if err != nil {
-				t.Fatalf("open with a torn tail: %v", err)
-			}
-			defer s2.Close()
-			if got, want := listString(s2), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
+			s2 := openTestStore(t, path, withStoreLog(logs))
+			if got, want := listString(t, s2), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
 				t.Errorf("list: got %s, want %s", got, want)
 			}
 			if data, _ := os.ReadFile(path); !bytes.Equal(data, good) {
@@ -162,7 +178,7 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := openStore(path, discardLogger())
+			_, err := openStore(path, storeOptions{})
 			if err == nil {
 				t.Fatalf("open succeeded, want an error")
 			}
@@ -182,7 +198,7 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 func TestJournalLockRefusesSecondOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
 	s := openTestStore(t, path)
-	if _, err := openStore(path, discardLogger()); err == nil || !strings.Contains(err.Error(), "in use by another petstore") {
+	if _, err := openStore(path, storeOptions{}); err == nil || !strings.Contains(err.Error(), "in use by another petstore") {
 		t.Fatalf("second open: got %v, want an in-use error", err)
 	}
 	s.Close()
@@ -192,7 +208,7 @@ func TestJournalLockRefusesSecondOpen(t *testing.T) {
 
 func TestMemoryStoreWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(memoryPath, discardLogger())
+	s, err := openStore(memoryPath, storeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,21 +229,19 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 	s := openTestStore(t, path)
 	env := newTestEnv(t, withStore(s))
 	env.mustCreate(t, "dog")
-	before := listString(s)
+	before := listString(t, s)
 
-	s.mu.Lock()
-	s.journal.f.Close() // every write and truncate now fails
-	s.mu.Unlock()
+	s.j.f.Close() // every write and truncate now fails
 
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`})
 	eb := mustError(t, rec, http.StatusInternalServerError, codeInternal)
 	if strings.Contains(eb.Message, path) || strings.Contains(eb.Message, "file already closed") {
 		t.Errorf("500 message leaks internals: %q", eb.Message)
 	}
-	if got := listString(s); got != before {
+	if got := listString(t, s); got != before {
 		t.Errorf("list after failed write: got %s, want %s", got, before)
 	}
-	if got := s.lastID(); got != 1 {
+	if got := s.idx.lastID(); got != 1 {
 		t.Errorf("id sequence after failed write: got %d, want 1", got)
 	}
 	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"rabbit"}`}), http.StatusInternalServerError, codeInternal)
@@ -238,7 +252,7 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 	s.Close()
 
 	s2 := openTestStore(t, path)
-	if got := listString(s2); got != before {
+	if got := listString(t, s2); got != before {
 		t.Errorf("after restart: got %s, want %s", got, before)
 	}
 	if c := mustStoreCreate(t, s2, "cat"); c.ID != 2 {
@@ -248,11 +262,22 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 
 // Creates waiting while a write is under way share the next write and fsync.
 func TestJournalGroupCommit(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
 	const clients = 64
 	batches := make(chan int, clients)
-	s.onBatch = func(n int) { batches <- n } // set before the first send on queue
-	syncsBefore := s.journal.syncs
+	release := make(chan struct{})
+	var holdFirst sync.Once
+	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *storeOptions) {
+		o.onBatch = func(n int) {
+			batches <- n
+			// Hold the writer on its first batch, while the other
+			// creates queue up behind it.
+			holdFirst.Do(func() { <-release })
+		}
+	})
+	var releaseOnce sync.Once
+	releaseWriter := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseWriter() // on every way out, or the writer (and Close) would stay stuck
+	syncsBefore := s.j.syncs
 
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -260,20 +285,10 @@ func TestJournalGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := s.Create(NewCategory{Name: fmt.Sprintf("name-%d", i)})
+			_, _, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("name-%d", i)})
 			errs <- err
 		}()
 	}
-	// Hold the writer: it takes the first create alone and then waits for
-	// mu, while the other creates queue up behind it. Release mu on every
-	// way out, or a failed wait would leave the writer (and Close) stuck.
-	s.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			s.mu.Unlock()
-		}
-	}()
 	create(0)
 	if n := nextBatch(t, batches); n != 1 {
 		t.Fatalf("first batch: got %d creates, want 1", n)
@@ -281,9 +296,8 @@ func TestJournalGroupCommit(t *testing.T) {
 	for i := 1; i < clients; i++ {
 		create(i)
 	}
-	waitFor(t, "the other creates to queue", func() bool { return len(s.queue) == clients-1 })
-	s.mu.Unlock()
-	locked = false
+	waitFor(t, "the other creates to queue", func() bool { return len(s.w.queue) == clients-1 })
+	releaseWriter()
 	if n := nextBatch(t, batches); n != clients-1 {
 		t.Errorf("second batch: got %d creates, want %d", n, clients-1)
 	}
@@ -294,11 +308,11 @@ func TestJournalGroupCommit(t *testing.T) {
 			t.Fatalf("Create: %v", err)
 		}
 	}
-	if got := s.journal.syncs - syncsBefore; got != 2 {
+	if got := s.j.syncs - syncsBefore; got != 2 {
 		t.Errorf("fsyncs for %d concurrent creates: got %d, want 2 (one alone, then one batch)", clients, got)
 	}
-	if s.Len() != clients {
-		t.Errorf("categories: got %d, want %d", s.Len(), clients)
+	if n := snapshotOf(t, s).Len(); n != clients {
+		t.Errorf("categories: got %d, want %d", n, clients)
 	}
 }
 
@@ -316,7 +330,7 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 func TestStoreCloseRefusesLaterCreates(t *testing.T) {
 	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
 	s.Close()
-	if _, _, err := s.Create(NewCategory{Name: "dog"}); err == nil {
+	if _, _, err := s.Create(context.Background(), NewCategory{Name: "dog"}); err == nil {
 		t.Errorf("Create after Close succeeded")
 	}
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"hash/crc32"
+	"io"
+	"sort"
+	"strconv"
+	"sync/atomic"
+)
+
+// index is the categories in the form the API serves them: one JSON array,
+// encoded once when a category is added, so that a list costs a copy of bytes
+// whatever the number of categories, and a get by id slices the same bytes.
+// Every store keeps its categories in one (the etcd store as its cache).
+//
+// An index has one writer at a time (its owner serialises add and publish);
+// readers take snapshots, which never change and never wait.
+type index struct {
+	names map[string]struct{} // foldName of every name
+	list  []byte              // "[" then the categories' JSON joined by ","; no "]"
+	items []item              // one per category, ascending id
+	crc   uint32              // CRC-32C of list, for the ETag
+
+	snap atomic.Pointer[snapshot]
+}
+
+// item locates one category's JSON in the list: it ends at list[end] and
+// starts one byte after the previous item's end (past the ",").
+type item struct {
+	id  int64
+	end int
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// newIndex returns an empty index with room for about n categories of
+// size bytes of JSON in all, and publishes it.
+func newIndex(n, size int) *index {
+	x := &index{
+		names: make(map[string]struct{}, n),
+		list:  make([]byte, 1, size+1),
+		items: make([]item, 0, n),
+	}
+	x.list[0] = '['
+	x.publish()
+	return x
+}
+
+// has reports whether a category with the folded name key exists.
+func (x *index) has(key string) bool {
+	_, ok := x.names[key]
+	return ok
+}
+
+// add appends c, whose id must be greater than every id in x, and returns
+// its JSON. It reports false, and adds the category all the same, when key
+// was taken already: replay keeps both categories of a file written by a Go
+// whose case folding told their names apart. Readers see it after publish.
+func (x *index) add(key string, c Category) (json []byte, unique bool) {
+	// One map operation, not a lookup then an insert: at a million
+	// categories each is a cache miss, and replay time is mostly these.
+	known := len(x.names)
+	x.names[key] = struct{}{}
+	if len(x.items) > 0 {
+		x.list = append(x.list, ',')
+	}
+	start := len(x.list)
+	x.list = c.appendJSON(x.list)
+	x.crc = crc32.Update(x.crc, crcTable, x.list[start-1:])
+	x.items = append(x.items, item{id: c.ID, end: len(x.list)})
+	return x.list[start:len(x.list):len(x.list)], len(x.names) > known
+}
+
+// lastID returns the greatest id, or 0 when there is none.
+func (x *index) lastID() int64 {
+	if len(x.items) == 0 {
+		return 0
+	}
+	return x.items[len(x.items)-1].id
+}
+
+// publish makes everything added so far visible to readers.
+func (x *index) publish() {
+	n := len(x.items)
+	etag := make([]byte, 0, 32)
+	etag = append(etag, '"')
+	etag = strconv.AppendInt(etag, int64(n), 10)
+	etag = append(etag, '-')
+	etag = strconv.AppendUint(etag, uint64(x.crc), 16)
+	etag = append(etag, '"')
+	// The writer only appends beyond len(list) and len(items), so the
+	// snapshot's bytes never change.
+	x.snap.Store(&snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag)})
+}
+
+// snapshot returns what readers see now.
+func (x *index) snapshot() *snapshot { return x.snap.Load() }
+
+// snapshot is the categories as of one publish. It never changes: handlers
+// may cache what they derive from one, keyed by its pointer.
+type snapshot struct {
+	list  []byte
+	items []item
+	etag  string // strong ETag of the list: the count and a CRC of its bytes
+}
+
+// listClose ends the JSON array that snapshot.list opens.
+var listClose = []byte{']'}
+
+// Len returns the number of categories.
+func (s *snapshot) Len() int { return len(s.items) }
+
+// ETag returns the strong ETag of the list, quotes included. Two snapshots
+// of the same categories have the same ETag, in any process.
+func (s *snapshot) ETag() string { return s.etag }
+
+// Size returns the length in bytes of the list's JSON array.
+func (s *snapshot) Size() int { return len(s.list) + len(listClose) }
+
+// WriteTo writes the JSON array of every category, sorted by id.
+func (s *snapshot) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(s.list)
+	if err != nil {
+		return int64(n), err
+	}
+	m, err := w.Write(listClose)
+	return int64(n + m), err
+}
+
+// get returns the JSON of the category with the given id, and false if
+// there is none. The caller must not modify the bytes.
+func (s *snapshot) get(id int64) ([]byte, bool) {
+	i := sort.Search(len(s.items), func(i int) bool { return s.items[i].id >= id })
+	if i == len(s.items) || s.items[i].id != id {
+		return nil, false
+	}
+	start := 1
+	if i > 0 {
+		start = s.items[i-1].end + 1
+	}
+	return s.list[start:s.items[i].end:s.items[i].end], true
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// journalStore keeps categories in a journal file (see journal.go) and in
+// memory. It is safe for concurrent use. Create returns only after the
+// category's record is written and fsynced; creates that arrive while a
+// write is under way share the next write and fsync (group commit).
+type journalStore struct {
+	idx *index // written by the group writer's goroutine only
+	j   *journal
+	w   *groupWriter
+
+	// failed holds the error that stopped the journal, once a write could
+	// not be undone; from then on creates fail until a restart.
+	failed atomic.Pointer[error]
+
+	// Scratch space of the writer goroutine.
+	seen    map[string]struct{}
+	records []byte
+}
+
+// maxBatch bounds how many creates share one journal write and fsync.
+const maxBatch = 1024
+
+// openJournalStore opens the journal at path and replays it.
+func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
+	j, data, err := openJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := j.replay(data, opts.log)
+	if err != nil {
+		j.close()
+		return nil, err
+	}
+	s := &journalStore{idx: idx, j: j, seen: make(map[string]struct{})}
+	s.w = newGroupWriter(maxBatch, s.commit, opts.onBatch)
+	return s, nil
+}
+
+func (s *journalStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
+
+func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
+	return getFrom(s.idx.snapshot(), id)
+}
+
+func (s *journalStore) Create(_ context.Context, nc NewCategory) (Category, []byte, error) {
+	req := newCreateRequest(nc)
+	s.w.do(req)
+	return req.cat, req.body, req.err
+}
+
+// commit makes a batch durable with one journal write, then applies it.
+// It runs on the group writer's goroutine.
+func (s *journalStore) commit(batch []*createRequest) {
+	if err := s.Health(); err != nil {
+		failBatch(batch, err)
+		return
+	}
+	var accepted int
+	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0])
+	if accepted == 0 {
+		return
+	}
+	if err := s.j.append(s.records); err != nil {
+		if s.j.broken {
+			failure := fmt.Errorf("journal unusable after a failed write, restart the service: %w", err)
+			s.failed.Store(&failure)
+		}
+		failBatch(batch, err)
+		return
+	}
+	applyBatch(s.idx, batch)
+}
+
+func (s *journalStore) Health() error {
+	if err := s.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+func (s *journalStore) Close() error {
+	s.w.close()
+	return s.j.close()
+}
