@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,12 +99,15 @@ type service struct {
 	stopErr  error
 }
 
-// baseEnv is the configuration every end-to-end service starts from.
+// baseEnv is the configuration every end-to-end service starts from. It
+// names GOMAXPROCS, so that run leaves the test process's own alone (see
+// procsBoost).
 func baseEnv(dataPath string) map[string]string {
 	return map[string]string{
 		"PETSTORE_ADDR":     "127.0.0.1:0",
 		"PETSTORE_DATA":     dataPath,
 		"PETSTORE_API_KEYS": e2eKey,
+		"GOMAXPROCS":        strconv.Itoa(runtime.GOMAXPROCS(0)),
 	}
 }
 

@@ -1,3 +1,3 @@
 module petstore
 
-go 1.24
+go 1.25

@@ -22,6 +22,7 @@ import (
 // GOMAXPROCS belongs to the process: run one petstore per process.
 type procsBoost struct {
 	set       func(int) int // runtime.GOMAXPROCS
+	restore   func()        // back to the runtime's own default
 	now       func() time.Time
 	start     time.Time // lastBatch counts from here, on the monotonic clock
 	idleAfter time.Duration
@@ -31,7 +32,6 @@ type procsBoost struct {
 	boosted   atomic.Bool
 
 	mu      sync.Mutex // serialises raising, lowering and stopping
-	base    int        // GOMAXPROCS to go back to
 	timer   *time.Timer
 	stopped bool
 }
@@ -47,7 +47,10 @@ func newProcsBoost(base int, log *slog.Logger) *procsBoost {
 	if base >= boostedProcs {
 		return nil
 	}
-	return &procsBoost{set: runtime.GOMAXPROCS, now: time.Now, start: time.Now(), idleAfter: boostIdleAfter, log: log, base: base}
+	// Restoring with SetDefaultGOMAXPROCS, not GOMAXPROCS(base), gives the
+	// runtime back its own choice, which follows the CPU limit (cgroup quota
+	// or affinity) as it changes.
+	return &procsBoost{set: runtime.GOMAXPROCS, restore: runtime.SetDefaultGOMAXPROCS, now: time.Now, start: time.Now(), idleAfter: boostIdleAfter, log: log}
 }
 
 func (b *procsBoost) since() int64 { return int64(b.now().Sub(b.start)) }
@@ -90,9 +93,9 @@ func (b *procsBoost) check() {
 		b.timer.Reset(b.idleAfter - idle)
 		return
 	}
-	b.set(b.base)
+	b.restore()
 	b.boosted.Store(false)
-	b.log.Info("journal writes stopped: GOMAXPROCS restored", "gomaxprocs", b.base)
+	b.log.Info("journal writes stopped: GOMAXPROCS restored to the runtime's default", "gomaxprocs", b.set(0))
 	// A batch that came while we decided saw boosted still true and did not
 	// raise: raise again for it.
 	if b.lastBatch.Load() != seen {
@@ -112,7 +115,7 @@ func (b *procsBoost) stop() {
 		b.timer.Stop()
 	}
 	if b.boosted.Load() {
-		b.set(b.base)
+		b.restore()
 		b.boosted.Store(false)
 	}
 }

@@ -20,10 +20,14 @@ type fakeProcs struct {
 	calls []int
 }
 
+// set is runtime.GOMAXPROCS: n < 1 only asks.
 func (f *fakeProcs) set(n int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.procs
+	if n < 1 {
+		return old
+	}
 	f.procs = n
 	f.calls = append(f.calls, n)
 	return old
@@ -41,8 +45,8 @@ func newTestBoost(t *testing.T, clock *atomic.Int64) (*procsBoost, *fakeProcs) {
 	clock.Store(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixNano())
 	procs := &fakeProcs{procs: 1}
 	start := time.Unix(0, clock.Load())
-	b := &procsBoost{set: procs.set, now: func() time.Time { return time.Unix(0, clock.Load()) }, start: start,
-		idleAfter: time.Hour, log: slog.New(slog.DiscardHandler), base: 1}
+	b := &procsBoost{set: procs.set, restore: func() { procs.set(1) }, now: func() time.Time { return time.Unix(0, clock.Load()) }, start: start,
+		idleAfter: time.Hour, log: slog.New(slog.DiscardHandler)}
 	t.Cleanup(b.stop)
 	return b, procs
 }
