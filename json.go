@@ -205,3 +205,27 @@ func jsonKind(v []byte) string {
 	}
 	return "number"
 }
+
+// cutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)
+// writes would take more than max bytes (quotes included), the longest
+// prefix of s that ends on a character boundary and, followed by "…", fits.
+func cutQuoted(s string, max int, slogStyle bool) string {
+	const ellipsis = "…"   // written as is by both styles
+	if 2+6*len(s) <= max { // no byte takes more than 6 once escaped
+		return s
+	}
+	var one [16]byte
+	size, cut := 2, 0 // the quotes
+	for i := 0; i < len(s); {
+		_, n := utf8.DecodeRuneInString(s[i:])
+		size += len(appendQuoted(one[:0], s[i:i+n], slogStyle)) - 2
+		if size > max {
+			return s[:cut] + ellipsis
+		}
+		i += n
+		if size+len(ellipsis) <= max {
+			cut = i
+		}
+	}
+	return s
+}
