@@ -84,30 +84,20 @@ func hasProblem(problems []problem, code string) bool {
 }
 
 // parseNewCategory turns the members of a request body into a NewCategory,
-// or an error that names every bad member.
+// or an error that names every bad member. The members have distinct names
+// (decodeJSONObject refuses duplicates).
 func parseNewCategory(members []member) (NewCategory, error) {
 	var (
-		nc                      NewCategory
-		problems                []problem
-		nameValue, descValue    []byte
-		sawName, sawDescription bool
+		nc                   NewCategory
+		problems             []problem
+		nameValue, descValue []byte
 	)
 	for _, m := range members {
 		switch m.name {
-		case "name", "description":
-			seen := &sawName
-			if m.name == "description" {
-				seen = &sawDescription
-			}
-			if *seen {
-				return nc, errorf(codeInvalidJSON, fmt.Sprintf("request body has member %q more than once", m.name))
-			}
-			*seen = true
-			if m.name == "name" {
-				nameValue = m.value
-			} else {
-				descValue = m.value
-			}
+		case "name":
+			nameValue = m.value
+		case "description":
+			descValue = m.value
 		default:
 			problems = append(problems, problem{codeUnknownField, unknownFieldMessage(m.name)})
 		}
@@ -162,12 +152,7 @@ func checkName(name string) string {
 }
 
 func unknownFieldMessage(name string) string {
-	const maxShown = 64
-	shown := name
-	if utf8.RuneCountInString(shown) > maxShown {
-		shown = string([]rune(shown)[:maxShown]) + "…"
-	}
-	msg := fmt.Sprintf("unknown field %q", shown)
+	msg := "unknown field " + quoteMemberName(name)
 	switch {
 	case name == "id":
 		msg += ": ids are assigned by the service"

@@ -56,6 +56,9 @@ var createBodySeeds = []string{
 	`{"name":"a","description":"x","description":"y"}`,
 	`{"name":"a","n\u0061me":"b"}`,
 	`{"x":1,"x":2,"name":"a"}`,
+	`{"x":1,"name":5,"description":null,"x":2}`,
+	`{"\ud800":1,"\udbff":2,"name":"a"}`,
+	`{"name":"a","` + strings.Repeat("k", 100) + `":1,"` + strings.Repeat("k", 100) + `":2}`,
 	// Nested values.
 	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
 	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
@@ -151,13 +154,15 @@ func judgeCreateBody(body []byte) createVerdict {
 		}
 	}
 
-	v := reject(http.StatusBadRequest)
-	if count["name"] > 1 || count["description"] > 1 {
-		// Which of two values counts is undefined: the body is refused, as
-		// malformed or as a field problem.
-		v.codes[codeInvalidJSON] = true
-		v.codes[codeInvalidField] = true
+	for _, n := range count {
+		if n > 1 {
+			// Which of two values counts is undefined: the body is not one
+			// JSON object, whatever else is wrong with it.
+			return reject(http.StatusBadRequest, codeInvalidJSON)
+		}
 	}
+
+	v := reject(http.StatusBadRequest)
 	for _, key := range unknown {
 		v.codes[codeUnknownField] = true
 		if isPlainWord(key) {
@@ -192,9 +197,6 @@ func judgeCreateBody(body []byte) createVerdict {
 	}
 
 	if len(v.codes) > 0 {
-		if count["name"] > 1 || count["description"] > 1 {
-			v.mentions = nil // the service may stop at the duplicate
-		}
 		return v
 	}
 	return createVerdict{status: http.StatusCreated, name: name, desc: desc}

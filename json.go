@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -204,6 +205,43 @@ func jsonKind(v []byte) string {
 		return "null"
 	}
 	return "number"
+}
+
+// duplicateMember returns a name that members holds more than once, and
+// whether there is one.
+func duplicateMember(members []member) (string, bool) {
+	// A handful of members is compared pairwise; a long list goes through a
+	// map, so that a 1 MiB body of tiny members costs linear time.
+	const pairwiseUpTo = 16
+	if len(members) <= pairwiseUpTo {
+		for i := range members {
+			for _, other := range members[:i] {
+				if other.name == members[i].name {
+					return members[i].name, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(members))
+	for _, m := range members {
+		if _, ok := seen[m.name]; ok {
+			return m.name, true
+		}
+		seen[m.name] = struct{}{}
+	}
+	return "", false
+}
+
+// quoteMemberName quotes a member name taken from a request for a message:
+// Go-escaped, so that invisible characters show as escapes, and cut after 64
+// characters, so that the message stays short.
+func quoteMemberName(name string) string {
+	const maxShown = 64
+	if utf8.RuneCountInString(name) > maxShown {
+		name = string([]rune(name)[:maxShown]) + "…"
+	}
+	return strconv.Quote(name)
 }
 
 // cutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)
