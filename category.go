@@ -49,14 +49,19 @@ type problem struct {
 	message string
 }
 
+// maxProblemsListed bounds the problems one message lists (decisions.md,
+// "Hardening"): a body of a hundred thousand unknown members must not earn
+// an answer, and an access line, of megabytes.
+const maxProblemsListed = 10
+
 // problemCodeOrder decides the code of an answer that reports several
 // problems: an unknown member usually explains a "missing" one (a typo such
 // as "Name"), so it comes first.
 var problemCodeOrder = []string{codeUnknownField, codeMissingField, codeInvalidField}
 
-// problemsError folds every problem into one *apiError whose message names
-// each of them.
-func problemsError(problems []problem) error {
+// problemsError folds the listed problems into one *apiError whose message
+// names each of them, then says how many more unknown members there were.
+func problemsError(problems []problem, moreUnknown int) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -67,9 +72,12 @@ func problemsError(problems []problem) error {
 			break
 		}
 	}
-	msgs := make([]string, len(problems))
+	msgs := make([]string, len(problems), len(problems)+1)
 	for i, p := range problems {
 		msgs[i] = p.message
+	}
+	if moreUnknown > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more unknown fields", moreUnknown))
 	}
 	return errorf(code, strings.Join(msgs, "; "))
 }
@@ -84,13 +92,15 @@ func hasProblem(problems []problem, code string) bool {
 }
 
 // parseNewCategory turns the members of a request body into a NewCategory,
-// or an error that names every bad member. The members have distinct names
-// (decodeJSONObject refuses duplicates).
+// or an error that names what is wrong with it: every bad field, and the
+// unknown members up to maxProblemsListed problems in all. The members have
+// distinct names (decodeJSONObject refuses duplicates).
 func parseNewCategory(members []member) (NewCategory, error) {
 	var (
 		nc                   NewCategory
-		problems             []problem
 		nameValue, descValue []byte
+		unknown              []string // the first maxProblemsListed
+		unknownCount         int
 	)
 	for _, m := range members {
 		switch m.name {
@@ -99,15 +109,21 @@ func parseNewCategory(members []member) (NewCategory, error) {
 		case "description":
 			descValue = m.value
 		default:
-			problems = append(problems, problem{codeUnknownField, unknownFieldMessage(m.name)})
+			// Only the listed ones cost a message: counting the others
+			// keeps a body of many members linear and cheap.
+			unknownCount++
+			if len(unknown) < maxProblemsListed {
+				unknown = append(unknown, m.name)
+			}
 		}
 	}
 
+	var fields []problem // at most one per field
 	switch {
 	case nameValue == nil || jsonKind(nameValue) == "null":
-		problems = append(problems, problem{codeMissingField, "name is required"})
+		fields = append(fields, problem{codeMissingField, "name is required"})
 	case jsonKind(nameValue) != "string":
-		problems = append(problems, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
+		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
 	default:
 		name, err := jsonString(nameValue)
 		if err != nil {
@@ -115,26 +131,35 @@ func parseNewCategory(members []member) (NewCategory, error) {
 		}
 		nc.Name = strings.TrimSpace(name)
 		if msg := checkName(nc.Name); msg != "" {
-			problems = append(problems, problem{codeInvalidField, msg})
+			fields = append(fields, problem{codeInvalidField, msg})
 		}
 	}
 
 	if descValue != nil {
 		if kind := jsonKind(descValue); kind != "string" {
-			problems = append(problems, problem{codeInvalidField, "description must be a string, got " + kind})
+			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
 		} else {
 			desc, err := jsonString(descValue)
 			if err != nil {
 				return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
 			}
 			if n := utf8.RuneCountInString(desc); n > maxDescriptionLen {
-				problems = append(problems, problem{codeInvalidField,
+				fields = append(fields, problem{codeInvalidField,
 					fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)})
 			}
 			nc.Description, nc.HasDescription = desc, true
 		}
 	}
-	return nc, problemsError(problems)
+
+	// Unknown members first, in body order, then the fields, which are
+	// always listed: the unknown members beyond the bound are only counted.
+	listed := min(unknownCount, maxProblemsListed-len(fields))
+	problems := make([]problem, 0, listed+len(fields))
+	for _, name := range unknown[:listed] {
+		problems = append(problems, problem{codeUnknownField, unknownFieldMessage(name)})
+	}
+	problems = append(problems, fields...)
+	return nc, problemsError(problems, unknownCount-listed)
 }
 
 // checkName returns what is wrong with a trimmed name, or "".

@@ -59,6 +59,10 @@ var createBodySeeds = []string{
 	`{"x":1,"name":5,"description":null,"x":2}`,
 	`{"\ud800":1,"\udbff":2,"name":"a"}`,
 	`{"name":"a","` + strings.Repeat("k", 100) + `":1,"` + strings.Repeat("k", 100) + `":2}`,
+	// Many unknown members: the message lists ten problems, then a count.
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"name":"ok"}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"name":"ok"}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"name":5,"description":6}`,
 	// Nested values.
 	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
 	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
@@ -163,25 +167,22 @@ func judgeCreateBody(body []byte) createVerdict {
 	}
 
 	v := reject(http.StatusBadRequest)
-	for _, key := range unknown {
-		v.codes[codeUnknownField] = true
-		if isPlainWord(key) {
-			v.mentions = append(v.mentions, key)
-		}
-	}
-
+	fieldProblems := 0
 	var name string
 	switch raw := values["name"]; {
 	case raw == nil || string(raw) == "null":
 		v.codes[codeMissingField] = true
+		fieldProblems++
 		v.mentions = append(v.mentions, "name")
 	case json.Unmarshal(raw, &name) != nil:
 		v.codes[codeInvalidField] = true
+		fieldProblems++
 		v.mentions = append(v.mentions, "name")
 	default:
 		name = strings.TrimSpace(name)
 		if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
 			v.codes[codeInvalidField] = true
+			fieldProblems++
 			v.mentions = append(v.mentions, "name")
 		}
 	}
@@ -192,8 +193,21 @@ func judgeCreateBody(body []byte) createVerdict {
 		desc = new(string)
 		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || utf8.RuneCountInString(*desc) > maxDescriptionLen {
 			v.codes[codeInvalidField] = true
+			fieldProblems++
 			v.mentions = append(v.mentions, "description")
 		}
+	}
+
+	// A message lists at most 10 problems: the fields always, then as many
+	// unknown members as fit, in body order, then how many were left out.
+	for i, key := range unknown {
+		v.codes[codeUnknownField] = true
+		if i < 10-fieldProblems && isPlainWord(key) {
+			v.mentions = append(v.mentions, key)
+		}
+	}
+	if more := len(unknown) + fieldProblems - 10; more > 0 {
+		v.mentions = append(v.mentions, "and "+strconv.Itoa(more)+" more")
 	}
 
 	if len(v.codes) > 0 {
