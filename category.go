@@ -125,12 +125,12 @@ func parseNewCategory(members []member) (NewCategory, error) {
 	case jsonKind(nameValue) != "string":
 		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
 	default:
-		name, err := jsonString(nameValue)
-		if err != nil {
-			return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
-		}
+		name, msg := decodeText("name", nameValue)
 		nc.Name = strings.TrimSpace(name)
-		if msg := checkName(nc.Name); msg != "" {
+		if msg == "" {
+			msg = checkName(nc.Name)
+		}
+		if msg != "" {
 			fields = append(fields, problem{codeInvalidField, msg})
 		}
 	}
@@ -139,13 +139,15 @@ func parseNewCategory(members []member) (NewCategory, error) {
 		if kind := jsonKind(descValue); kind != "string" {
 			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
 		} else {
-			desc, err := jsonString(descValue)
-			if err != nil {
-				return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
+			desc, msg := decodeText("description", descValue)
+			if n := utf8.RuneCountInString(desc); msg == "" && n > maxDescriptionLen {
+				msg = fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)
 			}
-			if n := utf8.RuneCountInString(desc); n > maxDescriptionLen {
-				fields = append(fields, problem{codeInvalidField,
-					fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)})
+			if msg == "" {
+				msg = checkCodePoints("description", desc)
+			}
+			if msg != "" {
+				fields = append(fields, problem{codeInvalidField, msg})
 			}
 			nc.Description, nc.HasDescription = desc, true
 		}
@@ -162,7 +164,30 @@ func parseNewCategory(members []member) (NewCategory, error) {
 	return nc, problemsError(problems, unknownCount-listed)
 }
 
-// checkName returns what is wrong with a trimmed name, or "".
+// decodeText decodes the raw JSON string v, the value of field, or says why
+// it is refused: encoding/json would turn an unpaired UTF-16 surrogate
+// escape into U+FFFD silently (and two names that differ only there would
+// then collide), so the raw text is checked first.
+func decodeText(field string, v []byte) (string, string) {
+	if r, ok := loneSurrogate(v); ok {
+		return "", fmt.Sprintf("%s must not contain a lone surrogate: the escape \\u%04x (%s) is not part of a UTF-16 pair", field, r, codePoint(r))
+	}
+	s, err := jsonString(v)
+	if err != nil { // v was validated as JSON already
+		return "", field + " is not a valid JSON string"
+	}
+	return s, ""
+}
+
+// Blank look-alikes: letters and symbols that print as nothing, which do not
+// make a name visible (decisions.md, "Hardening").
+var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
+
+// checkName returns what is wrong with a trimmed name, or "". A name must be
+// visible and stable: its characters assigned in the build's Unicode tables
+// (so a newer Go cannot fold it differently than the one that stored it),
+// with no control or bidirectional control characters, and at least one
+// character that is not a blank look-alike.
 func checkName(name string) string {
 	n := utf8.RuneCountInString(name)
 	switch {
@@ -170,11 +195,88 @@ func checkName(name string) string {
 		return "name must not be empty or only white space"
 	case n > maxNameLen:
 		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", maxNameLen, n)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return "name must not contain control characters"
+	}
+	visible := false
+	for _, r := range name {
+		switch {
+		case unicode.IsControl(r):
+			return "name must not contain control characters, found " + codePoint(r)
+		case isBidiControl(r):
+			// They reorder what is displayed around them: two names
+			// that look alike could differ, or a name could spoof text.
+			return "name must not contain bidirectional control characters, found " + codePoint(r)
+		}
+		if msg := checkCodePoint("name", r); msg != "" {
+			return msg
+		}
+		if !visible && unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !isBlankLookAlike(r) {
+			visible = true
+		}
+	}
+	if !visible {
+		return "name must contain at least one visible character (a letter, digit, punctuation or symbol)"
 	}
 	return ""
 }
+
+// checkCodePoints returns what is wrong with the characters of field's
+// value s (see checkCodePoint), or "".
+func checkCodePoints(field, s string) string {
+	for _, r := range s {
+		if msg := checkCodePoint(field, r); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkCodePoint refuses noncharacters, which Unicode reserves for a
+// program's internal use, and code points that the build's Unicode tables do
+// not assign: a later version may assign them, with case mappings that would
+// change which names collide.
+func checkCodePoint(field string, r rune) string {
+	switch {
+	case isNoncharacter(r):
+		return field + " must not contain noncharacters, found " + codePoint(r)
+	case !isAssigned(r):
+		return field + " must not contain code points that Unicode " + unicode.Version + " leaves unassigned, found " + codePoint(r)
+	}
+	return ""
+}
+
+// isAssigned reports whether r has a general category other than Cn
+// (unassigned, noncharacters included) in the build's tables. Cn is named by
+// what it is not: unicode.Cn and its place in unicode.C are recent (Go 1.26),
+// and go.mod says 1.24.
+func isAssigned(r rune) bool {
+	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z,
+		unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+}
+
+// isNoncharacter reports whether r is one of the 66 noncharacters: U+FDD0 to
+// U+FDEF, and the last two code points of every plane.
+func isNoncharacter(r rune) bool {
+	return 0xFDD0 <= r && r <= 0xFDEF || r&0xFFFE == 0xFFFE
+}
+
+// isBidiControl reports whether r is an explicit bidirectional embedding,
+// override or isolate (U+202A to U+202E, U+2066 to U+2069).
+func isBidiControl(r rune) bool {
+	return 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
+}
+
+func isBlankLookAlike(r rune) bool {
+	for _, b := range blankLookAlikes {
+		if r == b {
+			return true
+		}
+	}
+	return false
+}
+
+// codePoint names r as U+XXXX: messages never show an invisible character
+// alone.
+func codePoint(r rune) string { return fmt.Sprintf("U+%04X", r) }
 
 func unknownFieldMessage(name string) string {
 	msg := "unknown field " + quoteMemberName(name)

@@ -207,6 +207,54 @@ func jsonKind(v []byte) string {
 	return "number"
 }
 
+// loneSurrogate returns the first \u escape in the raw JSON string v that is
+// a UTF-16 surrogate outside a pair (a high one not followed at once by a
+// \u escape of a low one, or a low one alone), and whether there is one.
+// v must be a valid JSON string, quotes included.
+func loneSurrogate(v []byte) (rune, bool) {
+	for i := 1; i < len(v)-1; i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character, skipped by the loop unless it is u
+		if v[i] != 'u' {
+			continue
+		}
+		r := hex4(v[i+1 : i+5])
+		i += 4
+		switch {
+		case 0xD800 <= r && r < 0xDC00:
+			if i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u' {
+				if low := hex4(v[i+3 : i+7]); 0xDC00 <= low && low < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return r, true
+		case 0xDC00 <= r && r < 0xE000:
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// hex4 decodes four hexadecimal digits, already validated as such.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
 // duplicateMember returns a name that members holds more than once, and
 // whether there is one.
 func duplicateMember(members []member) (string, bool) {
