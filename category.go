@@ -15,7 +15,7 @@ const (
 )
 
 // NewCategory is the request body of createCategory, validated: Name is
-// trimmed, within bounds and free of control characters.
+// trimmed and follows checkName, Description follows checkCodePoints.
 type NewCategory struct {
 	Name           string
 	Description    string
@@ -214,9 +214,29 @@ func checkName(name string) string {
 		}
 	}
 	if !visible {
-		return "name must contain at least one visible character (a letter, digit, punctuation or symbol)"
+		return "name must contain at least one visible character (a letter, digit, punctuation or symbol), got only " + codePoints(name)
 	}
 	return ""
+}
+
+// codePoints names the characters of s as U+XXXX, the first few of them:
+// a name made of invisible characters is shown by what it holds.
+func codePoints(s string) string {
+	const maxShown = 8
+	var b strings.Builder
+	i := 0
+	for _, r := range s {
+		if i == maxShown {
+			b.WriteString(" …")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(codePoint(r))
+		i++
+	}
+	return b.String()
 }
 
 // checkCodePoints returns what is wrong with the characters of field's

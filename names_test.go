@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -41,11 +42,12 @@ func TestCreateCategoryNameRules(t *testing.T) {
 		accept("ZWNJ inside", `{"name":"a\u200cb"}`, "a\u200cb"),
 		accept("braille blank beside a letter", `{"name":"\u2800a"}`, "\u2800a"),
 		accept("private use beside a letter", `{"name":"a\ue000"}`, "a\ue000"),
-		refuse("zero width space only", `{"name":"\u200b"}`, "name", "visible"),
-		refuse("BOM only", `{"name":"\ufeff"}`, "name", "visible"),
-		refuse("Hangul filler only", `{"name":"\u3164"}`, "name", "visible"),
-		refuse("Hangul choseong and jungseong fillers, halfwidth filler", `{"name":"\u115f\u1160\uffa0"}`, "name", "visible"),
-		refuse("braille blank only", `{"name":"\u2800"}`, "name", "visible"),
+		refuse("zero width space only", `{"name":"\u200b"}`, "name", "visible", "U+200B"),
+		refuse("BOM only", `{"name":"\ufeff"}`, "name", "visible", "U+FEFF"),
+		refuse("Hangul filler only", `{"name":"\u3164"}`, "name", "visible", "U+3164"),
+		refuse("Hangul choseong and jungseong fillers, halfwidth filler", `{"name":"\u115f\u1160\uffa0"}`, "name", "visible", "U+115F U+1160 U+FFA0"),
+		refuse("braille blank only", `{"name":"\u2800"}`, "name", "visible", "U+2800"),
+		refuse("many invisible", `{"name":"`+strings.Repeat(`\u200b`, 20)+`"}`, "name", "visible", "U+200B U+200B", "…"),
 		refuse("ZWJ only", `{"name":"\u200d"}`, "name", "visible"),
 		refuse("combining mark only", `{"name":"\u0301"}`, "name", "visible"),
 		refuse("private use only", `{"name":"\ue000"}`, "name", "visible"),
