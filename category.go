@@ -15,7 +15,7 @@ const (
 )
 
 // NewCategory is the request body of createCategory, validated: Name is
-// trimmed, within bounds and free of control characters.
+// trimmed and follows checkName, Description follows checkCodePoints.
 type NewCategory struct {
 	Name           string
 	Description    string
@@ -49,14 +49,19 @@ type problem struct {
 	message string
 }
 
+// maxProblemsListed bounds the problems one message lists (decisions.md,
+// "Hardening"): a body of a hundred thousand unknown members must not earn
+// an answer, and an access line, of megabytes.
+const maxProblemsListed = 10
+
 // problemCodeOrder decides the code of an answer that reports several
 // problems: an unknown member usually explains a "missing" one (a typo such
 // as "Name"), so it comes first.
 var problemCodeOrder = []string{codeUnknownField, codeMissingField, codeInvalidField}
 
-// problemsError folds every problem into one *apiError whose message names
-// each of them.
-func problemsError(problems []problem) error {
+// problemsError folds the listed problems into one *apiError whose message
+// names each of them, then says how many more unknown members there were.
+func problemsError(problems []problem, moreUnknown int) error {
 	if len(problems) == 0 {
 		return nil
 	}
@@ -67,9 +72,12 @@ func problemsError(problems []problem) error {
 			break
 		}
 	}
-	msgs := make([]string, len(problems))
+	msgs := make([]string, len(problems), len(problems)+1)
 	for i, p := range problems {
 		msgs[i] = p.message
+	}
+	if moreUnknown > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more unknown fields", moreUnknown))
 	}
 	return errorf(code, strings.Join(msgs, "; "))
 }
@@ -84,70 +92,102 @@ func hasProblem(problems []problem, code string) bool {
 }
 
 // parseNewCategory turns the members of a request body into a NewCategory,
-// or an error that names every bad member.
+// or an error that names what is wrong with it: every bad field, and the
+// unknown members up to maxProblemsListed problems in all. The members have
+// distinct names (decodeJSONObject refuses duplicates).
 func parseNewCategory(members []member) (NewCategory, error) {
 	var (
-		nc                      NewCategory
-		problems                []problem
-		nameValue, descValue    []byte
-		sawName, sawDescription bool
+		nc                   NewCategory
+		nameValue, descValue []byte
+		unknown              []string // the first maxProblemsListed
+		unknownCount         int
 	)
 	for _, m := range members {
 		switch m.name {
-		case "name", "description":
-			seen := &sawName
-			if m.name == "description" {
-				seen = &sawDescription
-			}
-			if *seen {
-				return nc, errorf(codeInvalidJSON, fmt.Sprintf("request body has member %q more than once", m.name))
-			}
-			*seen = true
-			if m.name == "name" {
-				nameValue = m.value
-			} else {
-				descValue = m.value
-			}
+		case "name":
+			nameValue = m.value
+		case "description":
+			descValue = m.value
 		default:
-			problems = append(problems, problem{codeUnknownField, unknownFieldMessage(m.name)})
+			// Only the listed ones cost a message: counting the others
+			// keeps a body of many members linear and cheap.
+			unknownCount++
+			if len(unknown) < maxProblemsListed {
+				unknown = append(unknown, m.name)
+			}
 		}
 	}
 
+	var fields []problem // at most one per field
 	switch {
 	case nameValue == nil || jsonKind(nameValue) == "null":
-		problems = append(problems, problem{codeMissingField, "name is required"})
+		fields = append(fields, problem{codeMissingField, "name is required"})
 	case jsonKind(nameValue) != "string":
-		problems = append(problems, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
+		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
 	default:
-		name, err := jsonString(nameValue)
-		if err != nil {
-			return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
-		}
+		name, msg := decodeText("name", nameValue)
 		nc.Name = strings.TrimSpace(name)
-		if msg := checkName(nc.Name); msg != "" {
-			problems = append(problems, problem{codeInvalidField, msg})
+		if msg == "" {
+			msg = checkName(nc.Name)
+		}
+		if msg != "" {
+			fields = append(fields, problem{codeInvalidField, msg})
 		}
 	}
 
 	if descValue != nil {
 		if kind := jsonKind(descValue); kind != "string" {
-			problems = append(problems, problem{codeInvalidField, "description must be a string, got " + kind})
+			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
 		} else {
-			desc, err := jsonString(descValue)
-			if err != nil {
-				return nc, errorf(codeInvalidJSON, "request body is not valid JSON")
+			desc, msg := decodeText("description", descValue)
+			if n := utf8.RuneCountInString(desc); msg == "" && n > maxDescriptionLen {
+				msg = fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)
 			}
-			if n := utf8.RuneCountInString(desc); n > maxDescriptionLen {
-				problems = append(problems, problem{codeInvalidField,
-					fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)})
+			if msg == "" {
+				msg = checkCodePoints("description", desc)
+			}
+			if msg != "" {
+				fields = append(fields, problem{codeInvalidField, msg})
 			}
 			nc.Description, nc.HasDescription = desc, true
 		}
 	}
-	return nc, problemsError(problems)
+
+	// Unknown members first, in body order, then the fields, which are
+	// always listed: the unknown members beyond the bound are only counted.
+	listed := min(unknownCount, maxProblemsListed-len(fields))
+	problems := make([]problem, 0, listed+len(fields))
+	for _, name := range unknown[:listed] {
+		problems = append(problems, problem{codeUnknownField, unknownFieldMessage(name)})
+	}
+	problems = append(problems, fields...)
+	return nc, problemsError(problems, unknownCount-listed)
 }
 
-// checkName returns what is wrong with a trimmed name, or "".
+// decodeText decodes the raw JSON string v, the value of field, or says why
+// it is refused: encoding/json would turn an unpaired UTF-16 surrogate
+// escape into U+FFFD silently (and two names that differ only there would
+// then collide), so the raw text is checked first.
+func decodeText(field string, v []byte) (string, string) {
+	if r, ok := loneSurrogate(v); ok {
+		return "", fmt.Sprintf("%s must not contain a lone surrogate: the escape \\u%04x (%s) is not part of a UTF-16 pair", field, r, codePoint(r))
+	}
+	s, err := jsonString(v)
+	if err != nil { // v was validated as JSON already
+		return "", field + " is not a valid JSON string"
+	}
+	return s, ""
+}
+
+// Blank look-alikes: letters and symbols that print as nothing, which do not
+// make a name visible (decisions.md, "Hardening").
+var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
+
+// checkName returns what is wrong with a trimmed name, or "". A name must be
+// visible and stable: its characters assigned in the build's Unicode tables
+// (so a newer Go cannot fold it differently than the one that stored it),
+// with no control or bidirectional control characters, and at least one
+// character that is not a blank look-alike.
 func checkName(name string) string {
 	n := utf8.RuneCountInString(name)
 	switch {
@@ -155,19 +195,111 @@ func checkName(name string) string {
 		return "name must not be empty or only white space"
 	case n > maxNameLen:
 		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", maxNameLen, n)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return "name must not contain control characters"
+	}
+	visible := false
+	for _, r := range name {
+		switch {
+		case unicode.IsControl(r):
+			return "name must not contain control characters, found " + codePoint(r)
+		case isBidiControl(r):
+			// They reorder what is displayed around them: two names
+			// that look alike could differ, or a name could spoof text.
+			return "name must not contain bidirectional control characters, found " + codePoint(r)
+		}
+		if msg := checkCodePoint("name", r); msg != "" {
+			return msg
+		}
+		if !visible && unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !isBlankLookAlike(r) {
+			visible = true
+		}
+	}
+	if !visible {
+		return "name must contain at least one visible character (a letter, digit, punctuation or symbol), got only " + codePoints(name)
 	}
 	return ""
 }
 
-func unknownFieldMessage(name string) string {
-	const maxShown = 64
-	shown := name
-	if utf8.RuneCountInString(shown) > maxShown {
-		shown = string([]rune(shown)[:maxShown]) + "…"
+// codePoints names the characters of s as U+XXXX, the first few of them:
+// a name made of invisible characters is shown by what it holds.
+func codePoints(s string) string {
+	const maxShown = 8
+	var b strings.Builder
+	i := 0
+	for _, r := range s {
+		if i == maxShown {
+			b.WriteString(" …")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(codePoint(r))
+		i++
 	}
-	msg := fmt.Sprintf("unknown field %q", shown)
+	return b.String()
+}
+
+// checkCodePoints returns what is wrong with the characters of field's
+// value s (see checkCodePoint), or "".
+func checkCodePoints(field, s string) string {
+	for _, r := range s {
+		if msg := checkCodePoint(field, r); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkCodePoint refuses noncharacters, which Unicode reserves for a
+// program's internal use, and code points that the build's Unicode tables do
+// not assign: a later version may assign them, with case mappings that would
+// change which names collide.
+func checkCodePoint(field string, r rune) string {
+	switch {
+	case isNoncharacter(r):
+		return field + " must not contain noncharacters, found " + codePoint(r)
+	case !isAssigned(r):
+		return field + " must not contain code points that Unicode " + unicode.Version + " leaves unassigned, found " + codePoint(r)
+	}
+	return ""
+}
+
+// isAssigned reports whether r has a general category other than Cn
+// (unassigned, noncharacters included) in the build's tables. Cn is named by
+// what it is not: unicode.Cn and its place in unicode.C are recent (Go 1.26),
+// and go.mod says 1.24.
+func isAssigned(r rune) bool {
+	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z,
+		unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+}
+
+// isNoncharacter reports whether r is one of the 66 noncharacters: U+FDD0 to
+// U+FDEF, and the last two code points of every plane.
+func isNoncharacter(r rune) bool {
+	return 0xFDD0 <= r && r <= 0xFDEF || r&0xFFFE == 0xFFFE
+}
+
+// isBidiControl reports whether r is an explicit bidirectional embedding,
+// override or isolate (U+202A to U+202E, U+2066 to U+2069).
+func isBidiControl(r rune) bool {
+	return 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
+}
+
+func isBlankLookAlike(r rune) bool {
+	for _, b := range blankLookAlikes {
+		if r == b {
+			return true
+		}
+	}
+	return false
+}
+
+// codePoint names r as U+XXXX: messages never show an invisible character
+// alone.
+func codePoint(r rune) string { return fmt.Sprintf("U+%04X", r) }
+
+func unknownFieldMessage(name string) string {
+	msg := "unknown field " + quoteMemberName(name)
 	switch {
 	case name == "id":
 		msg += ": ids are assigned by the service"

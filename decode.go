@@ -16,7 +16,8 @@ const maxBodyBytes = 1 << 20
 
 // decodeJSONObject reads the request body, which must be a single JSON object
 // sent as application/json within maxBodyBytes, and returns its members in
-// order. Every failure is an *apiError: 415, 413 or 400 invalid_json.
+// order, each name once. Every failure is an *apiError: 415, 413 or 400
+// invalid_json.
 func decodeJSONObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
@@ -41,7 +42,15 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request) ([]member, error) 
 	if err == errNotObject {
 		return nil, errorf(codeInvalidJSON, "request body must be a JSON object, got "+jsonKind(bytes.TrimLeft(body, " \t\r\n")))
 	}
-	return members, err
+	if err != nil {
+		return nil, err
+	}
+	// Which of two values would count is anyone's guess (RFC 8259 section
+	// 4), so the body is malformed, whatever else is wrong with it.
+	if name, ok := duplicateMember(members); ok {
+		return nil, errorf(codeInvalidJSON, "request body has member "+quoteMemberName(name)+" more than once")
+	}
+	return members, nil
 }
 
 var errPayloadTooLarge = errorf(codePayloadTooLarge, fmt.Sprintf("request body must be at most %d bytes", maxBodyBytes))

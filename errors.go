@@ -74,14 +74,29 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))
 }
 
+// maxErrorText bounds an Error body, and the error member of an access line
+// (decisions.md, "Hardening"): whatever a client sends, what it gets back and
+// what the log keeps of it stay small.
+const maxErrorText = 4 << 10
+
+// appendErrorBody appends the Error body, at most maxErrorText bytes: a longer
+// message is cut, on a character boundary, and ends with "…".
 func appendErrorBody(dst []byte, code, message string, status int) []byte {
+	start := len(dst)
 	dst = append(dst, `{"code":`...)
 	dst = appendJSONString(dst, code)
 	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, message)
-	dst = append(dst, `,"status":`...)
-	dst = strconv.AppendInt(dst, int64(status), 10)
-	return append(dst, '}')
+	var tail [24]byte
+	end := strconv.AppendInt(append(tail[:0], `,"status":`...), int64(status), 10)
+	end = append(end, '}')
+	dst = appendJSONString(dst, cutQuoted(message, maxErrorText-(len(dst)-start)-len(end), false))
+	return append(dst, end...)
+}
+
+// logErrorText bounds the text of an error for the error member of an access
+// line, which both slog and accessLine write as appendLogString does.
+func logErrorText(err error) string {
+	return cutQuoted(err.Error(), maxErrorText, true)
 }
 
 // Header values shared by every response; net/http never modifies them.

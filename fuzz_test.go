@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +58,37 @@ var createBodySeeds = []string{
 	`{"name":"a","description":"x","description":"y"}`,
 	`{"name":"a","n\u0061me":"b"}`,
 	`{"x":1,"x":2,"name":"a"}`,
+	`{"x":1,"name":5,"description":null,"x":2}`,
+	`{"\ud800":1,"\udbff":2,"name":"a"}`,
+	`{"name":"a","` + strings.Repeat("k", 100) + `":1,"` + strings.Repeat("k", 100) + `":2}`,
+	// Many unknown members: the message lists ten problems, then a count.
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"name":"ok"}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"name":"ok"}`,
+	`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"name":5,"description":6}`,
+	// Invisible, blank, unassigned, noncharacter and bidirectional control
+	// characters; joiners inside a name.
+	`{"name":"\u200b"}`,
+	`{"name":"\ufeff"}`,
+	`{"name":"\u3164"}`,
+	`{"name":"\u115f\u1160\uffa0"}`,
+	`{"name":"\u2800"}`,
+	`{"name":"\u2800a"}`,
+	`{"name":"a\u202eb"}`,
+	`{"name":"\u2066x\u2069"}`,
+	`{"name":"a\u200db"}`,
+	`{"name":"a\u200cb"}`,
+	`{"name":"\u200d"}`,
+	`{"name":"\u0264"}`,
+	`{"name":"\ua7cb"}`,
+	`{"name":"a\ufdd0"}`,
+	`{"name":"a\uffff"}`,
+	"{\"name\":\"a\U0001FFFE\"}",
+	`{"name":"\ue000"}`,
+	`{"name":"a\ue000"}`,
+	`{"name":"\u0301"}`,
+	`{"name":"a","description":"\ufdef"}`,
+	`{"name":"a","description":"\ua7cb"}`,
+	`{"name":"a","description":"\u202e\u200b"}`,
 	// Nested values.
 	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
 	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
@@ -65,6 +97,18 @@ var createBodySeeds = []string{
 	`{"name":"say \"hi\" \\ /\/"}`,
 	`{"na\u006de":"escaped member name"}`,
 	`{"name":"\ud800 lone surrogate"}`,
+	`{"name":"\udc00"}`,
+	`{"name":"a\ud83d"}`,
+	`{"name":"\ud83d\ud83d\ude00"}`,
+	`{"name":"\ud83d\u0041"}`,
+	`{"name":"\ud83dx\ude00"}`,
+	`{"name":"\ud83d\ude00\ude00"}`,
+	`{"name":"\\ud800 is text"}`,
+	`{"name":"\\\ud83d\ude00"}`,
+	`{"name":"\uD83D\uDE00"}`,
+	`{"name":"a","description":"\ud800"}`,
+	`{"name":"a","description":"\ud83d\ude00"}`,
+	`{"name":"a","x":"\ud800"}`,
 	`{"name":"<script>&amp;</script>"}`,
 	`{"name":"line\u2028separator"}`,
 	`{"name":"\n Dogs \t"}`,
@@ -152,32 +196,31 @@ func judgeCreateBody(body []byte) createVerdict {
 		}
 	}
 
-	v := reject(http.StatusBadRequest)
-	if count["name"] > 1 || count["description"] > 1 {
-		// Which of two values counts is undefined: the body is refused, as
-		// malformed or as a field problem.
-		v.codes[codeInvalidJSON] = true
-		v.codes[codeInvalidField] = true
-	}
-	for _, key := range unknown {
-		v.codes[codeUnknownField] = true
-		if isPlainWord(key) {
-			v.mentions = append(v.mentions, key)
+	for _, n := range count {
+		if n > 1 {
+			// Which of two values counts is undefined: the body is not one
+			// JSON object, whatever else is wrong with it.
+			return reject(http.StatusBadRequest, codeInvalidJSON)
 		}
 	}
 
+	v := reject(http.StatusBadRequest)
+	fieldProblems := 0
 	var name string
 	switch raw := values["name"]; {
 	case raw == nil || string(raw) == "null":
 		v.codes[codeMissingField] = true
+		fieldProblems++
 		v.mentions = append(v.mentions, "name")
-	case json.Unmarshal(raw, &name) != nil:
+	case json.Unmarshal(raw, &name) != nil || hasLoneSurrogate(raw):
 		v.codes[codeInvalidField] = true
+		fieldProblems++
 		v.mentions = append(v.mentions, "name")
 	default:
 		name = strings.TrimSpace(name)
-		if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		if !validName(name) {
 			v.codes[codeInvalidField] = true
+			fieldProblems++
 			v.mentions = append(v.mentions, "name")
 		}
 	}
@@ -186,19 +229,97 @@ func judgeCreateBody(body []byte) createVerdict {
 	if raw, ok := values["description"]; ok {
 		// null is not a string: an optional member is left out, not nulled.
 		desc = new(string)
-		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || utf8.RuneCountInString(*desc) > maxDescriptionLen {
+		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || hasLoneSurrogate(raw) ||
+			utf8.RuneCountInString(*desc) > maxDescriptionLen || strings.ContainsFunc(*desc, func(r rune) bool { return !stableRune(r) }) {
 			v.codes[codeInvalidField] = true
+			fieldProblems++
 			v.mentions = append(v.mentions, "description")
 		}
 	}
 
-	if len(v.codes) > 0 {
-		if count["name"] > 1 || count["description"] > 1 {
-			v.mentions = nil // the service may stop at the duplicate
+	// A message lists at most 10 problems: the fields always, then as many
+	// unknown members as fit, in body order, then how many were left out.
+	for i, key := range unknown {
+		v.codes[codeUnknownField] = true
+		if i < 10-fieldProblems && isPlainWord(key) {
+			v.mentions = append(v.mentions, key)
 		}
+	}
+	if more := len(unknown) + fieldProblems - 10; more > 0 {
+		v.mentions = append(v.mentions, "and "+strconv.Itoa(more)+" more")
+	}
+
+	if len(v.codes) > 0 {
 		return v
 	}
 	return createVerdict{status: http.StatusCreated, name: name, desc: desc}
+}
+
+// surrogateEscapes finds the escapes of a JSON string's text, left to right
+// (so that an escaped backslash is not taken for the start of a \u escape),
+// capturing the code unit of the \u escapes of UTF-16 surrogates.
+var surrogateEscapes = regexp.MustCompile(`\\(?:u([dD][89a-fA-F][0-9a-fA-F]{2})|u[0-9a-fA-F]{4}|.)`)
+
+// hasLoneSurrogate reports whether the raw JSON string raw holds a surrogate
+// escape outside a pair: a high one (D800-DBFF) not written right before a
+// low one (DC00-DFFF), or a low one not written right after a high one.
+// encoding/json replaces those by U+FFFD; the decisions refuse them.
+func hasLoneSurrogate(raw []byte) bool {
+	pendingHigh := -1 // end of a high surrogate escape still waiting for its low half
+	for _, m := range surrogateEscapes.FindAllSubmatchIndex(raw, -1) {
+		if m[2] < 0 { // not a surrogate
+			if pendingHigh >= 0 {
+				return true
+			}
+			continue
+		}
+		unit, _ := strconv.ParseUint(string(raw[m[2]:m[3]]), 16, 16)
+		high := unit < 0xDC00
+		switch {
+		case high && pendingHigh >= 0:
+			return true
+		case high:
+			pendingHigh = m[1]
+		case pendingHigh != m[0]: // a low one, not right after a high one
+			return true
+		default:
+			pendingHigh = -1
+		}
+	}
+	return pendingHigh >= 0
+}
+
+// stableRune reports whether r may be stored at all: a code point that the
+// build's tables assign to some general category, and not a noncharacter.
+func stableRune(r rune) bool {
+	if r >= 0xFDD0 && r <= 0xFDEF || r%0x10000 == 0xFFFE || r%0x10000 == 0xFFFF {
+		return false
+	}
+	for cat, table := range unicode.Categories {
+		if len(cat) == 2 && cat != "Cn" && unicode.Is(table, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// validName reports whether a trimmed name follows the decisions' rules.
+func validName(name string) bool {
+	if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen {
+		return false
+	}
+	visible := false
+	for _, r := range name {
+		bidi := r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
+		if unicode.IsControl(r) || bidi || !stableRune(r) {
+			return false
+		}
+		blank := r == 0x115F || r == 0x1160 || r == 0x3164 || r == 0xFFA0 || r == 0x2800
+		if !blank && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsPunct(r) || unicode.IsSymbol(r)) {
+			visible = true
+		}
+	}
+	return visible
 }
 
 // isPlainWord reports whether s is short and plain enough that a message
@@ -296,6 +417,9 @@ func FuzzCreateCategory(f *testing.F) {
 				if !strings.Contains(eb.Message, word) {
 					t.Errorf("message %q does not name %q", eb.Message, word)
 				}
+			}
+			if n := rec.Body.Len(); n > maxErrorText {
+				t.Errorf("error body has %d bytes, want at most %d", n, maxErrorText)
 			}
 			if n := snapshotOf(t, env.store).Len(); n != 0 {
 				t.Errorf("store holds %d categories after a refused create, want 0", n)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -204,4 +205,113 @@ func jsonKind(v []byte) string {
 		return "null"
 	}
 	return "number"
+}
+
+// loneSurrogate returns the first \u escape in the raw JSON string v that is
+// a UTF-16 surrogate outside a pair (a high one not followed at once by a
+// \u escape of a low one, or a low one alone), and whether there is one.
+// v must be a valid JSON string, quotes included.
+func loneSurrogate(v []byte) (rune, bool) {
+	for i := 1; i < len(v)-1; i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character, skipped by the loop unless it is u
+		if v[i] != 'u' {
+			continue
+		}
+		r := hex4(v[i+1 : i+5])
+		i += 4
+		switch {
+		case 0xD800 <= r && r < 0xDC00:
+			if i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u' {
+				if low := hex4(v[i+3 : i+7]); 0xDC00 <= low && low < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return r, true
+		case 0xDC00 <= r && r < 0xE000:
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// hex4 decodes four hexadecimal digits, already validated as such.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// duplicateMember returns a name that members holds more than once, and
+// whether there is one.
+func duplicateMember(members []member) (string, bool) {
+	// A handful of members is compared pairwise; a long list goes through a
+	// map, so that a 1 MiB body of tiny members costs linear time.
+	const pairwiseUpTo = 16
+	if len(members) <= pairwiseUpTo {
+		for i := range members {
+			for _, other := range members[:i] {
+				if other.name == members[i].name {
+					return members[i].name, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(members))
+	for _, m := range members {
+		if _, ok := seen[m.name]; ok {
+			return m.name, true
+		}
+		seen[m.name] = struct{}{}
+	}
+	return "", false
+}
+
+// quoteMemberName quotes a member name taken from a request for a message:
+// Go-escaped, so that invisible characters show as escapes, and cut after 64
+// characters, so that the message stays short.
+func quoteMemberName(name string) string {
+	const maxShown = 64
+	if utf8.RuneCountInString(name) > maxShown {
+		name = string([]rune(name)[:maxShown]) + "…"
+	}
+	return strconv.Quote(name)
+}
+
+// cutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)
+// writes would take more than max bytes (quotes included), the longest
+// prefix of s that ends on a character boundary and, followed by "…", fits.
+func cutQuoted(s string, max int, slogStyle bool) string {
+	const ellipsis = "…"   // written as is by both styles
+	if 2+6*len(s) <= max { // no byte takes more than 6 once escaped
+		return s
+	}
+	var one [16]byte
+	size, cut := 2, 0 // the quotes
+	for i := 0; i < len(s); {
+		_, n := utf8.DecodeRuneInString(s[i:])
+		size += len(appendQuoted(one[:0], s[i:i+n], slogStyle)) - 2
+		if size > max {
+			return s[:cut] + ellipsis
+		}
+		i += n
+		if size+len(ellipsis) <= max {
+			cut = i
+		}
+	}
+	return s
 }

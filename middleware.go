@@ -78,7 +78,7 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 			requestID: id,
 		}
 		if rec.err != nil {
-			line.err = rec.err.Error()
+			line.err = logErrorText(rec.err)
 		}
 		if rec.status < 500 {
 			access.write(&line)
