@@ -136,6 +136,9 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		}
 		if err != nil {
 			if !isTorn(line, complete, lineNo, len(rest) == 0) {
+				if lineNo == 1 { // a header refused is not damage: say only what is wrong
+					return fmt.Errorf("%s:1: %v; the file was left as it is", j.path, err)
+				}
 				return fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
 			}
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
@@ -196,18 +199,56 @@ func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.
 	return nil
 }
 
+// checkJournalHeader accepts the version-1 header however it is spaced or
+// ordered: a JSON object of exactly the members format and version. Anything
+// else gets a message that says what is wrong with it, so that an operator
+// never reads "version 1 is not supported" about a version-1 file.
 func checkJournalHeader(line []byte) error {
 	if string(line) == journalHeader {
 		return nil
 	}
-	var h struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
+	// Records after such a header end in \r too. Rather than accept a file
+	// a tool has rewritten, and append LF lines to it, petstore asks for it
+	// back as it was: the conversion is undone exactly by dos2unix.
+	if bytes.HasSuffix(line, []byte{'\r'}) {
+		return errors.New("the header line ends with a carriage return: the file was converted to CRLF line endings; convert it back to LF (e.g. dos2unix) and start again")
 	}
-	if err := json.Unmarshal(line, &h); err != nil || h.Format != "petstore-categories" {
-		return errors.New("not a petstore journal: the first line is not its header")
+	notJournal := errors.New("not a petstore journal: the first line is not its header")
+	if !json.Valid(line) {
+		return notJournal
 	}
-	return fmt.Errorf("journal format version %d is not supported by this petstore (it reads version 1)", h.Version)
+	members, err := objectMembers(line, nil)
+	if err != nil {
+		return notJournal
+	}
+	var format, version []byte
+	others := 0
+	for _, m := range members {
+		switch {
+		case m.name == "format" && format == nil:
+			format = m.value
+		case m.name == "version" && version == nil:
+			version = m.value
+		default:
+			others++
+		}
+	}
+	if format == nil || jsonKind(format) != "string" {
+		return notJournal
+	}
+	if name, err := jsonString(format); err != nil || name != "petstore-categories" {
+		return notJournal
+	}
+	if version != nil && jsonKind(version) == "number" {
+		n, err := strconv.ParseFloat(string(version), 64)
+		if err == nil && n != 1 {
+			return fmt.Errorf("journal format version %s is not supported by this petstore, which reads version 1", version)
+		}
+		if err == nil && others == 0 {
+			return nil // version 1, spaced or ordered differently, or written 1.0
+		}
+	}
+	return fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
 }
 
 // replayRecord checks one record line and adds its category to s.
