@@ -36,11 +36,17 @@ type journal struct {
 // memory-only store for ":memory:". It takes the journal's lock: a second
 // process opening the same path fails.
 func openStore(path string, log *slog.Logger) (*Store, error) {
+	return openStoreSyncing(path, log, syncDir)
+}
+
+// openStoreSyncing is openStore with the function that fsyncs a directory,
+// so that tests can see which directories are made durable.
+func openStoreSyncing(path string, log *slog.Logger, syncDir func(dir string) error) (*Store, error) {
 	s := newMemoryStore()
 	if path == memoryPath {
 		return s, nil
 	}
-	j, data, err := openJournal(path)
+	j, data, err := openJournal(path, syncDir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +61,9 @@ func openStore(path string, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
-func openJournal(path string) (*journal, []byte, error) {
+func openJournal(path string, syncDir func(dir string) error) (*journal, []byte, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDirs(dir, syncDir); err != nil {
 		return nil, nil, err
 	}
 	_, statErr := os.Stat(path)
@@ -86,6 +92,36 @@ func openJournal(path string) (*journal, []byte, error) {
 		return nil, nil, err
 	}
 	return j, data, nil
+}
+
+// makeDirs creates dir and its missing parents, and fsyncs each one it
+// creates into its parent: os.MkdirAll syncs nothing, and a crash could
+// otherwise lose a directory, and with it the journal and everything
+// acknowledged in it.
+func makeDirs(dir string, syncDir func(dir string) error) error {
+	var missing []string // deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		// One made meanwhile by another process is synced all the same.
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readAll(f *os.File) ([]byte, error) {
