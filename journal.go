@@ -155,6 +155,7 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 	s.list = make([]byte, 1, len(data)+1)
 	s.list[0] = '['
 
+	var collisions []int // categories whose name folds like an earlier one's
 	lineNo, offset := 0, 0
 	for offset < len(data) {
 		lineNo++
@@ -168,7 +169,10 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		case lineNo == 1:
 			err = checkJournalHeader(line)
 		default:
-			err = s.replayRecord(line)
+			var collides bool
+			if collides, err = s.replayRecord(line); collides {
+				collisions = append(collisions, len(s.items)-1)
+			}
 		}
 		if err != nil {
 			if !isTorn(line, complete, lineNo, len(rest) == 0) {
@@ -184,6 +188,9 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		}
 		offset += len(line) + 1
 		j.size = int64(offset)
+	}
+	if len(collisions) > 0 {
+		s.warnCollisions(j.path, collisions, log)
 	}
 	if j.size == 0 {
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
@@ -287,14 +294,18 @@ func checkJournalHeader(line []byte) error {
 	return fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
 }
 
-// replayRecord checks one record line and adds its category to s.
-func (s *Store) replayRecord(line []byte) error {
+// replayRecord checks one record line and adds its category to s. It
+// reports whether the name equals an earlier one under this build's case
+// folding: the category is kept all the same, since the build that wrote
+// the file told them apart (a newer Go can fold differently), and refusing
+// it would make the data unreadable.
+func (s *Store) replayRecord(line []byte) (collides bool, err error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
-		return errors.New("not a valid JSON record")
+		return false, errors.New("not a valid JSON record")
 	}
 	members, err := objectMembers(line, make([]member, 0, 3))
 	if err != nil {
-		return errors.New("not a JSON object")
+		return false, errors.New("not a JSON object")
 	}
 	var c Category
 	var sawID, sawName bool
@@ -303,7 +314,7 @@ func (s *Store) replayRecord(line []byte) error {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
 			id, ok := parseID(string(m.value))
 			if !ok {
-				return fmt.Errorf("id %s is not a positive integer", m.value)
+				return false, fmt.Errorf("id %s is not a positive integer", m.value)
 			}
 			c.ID, sawID = id, true
 		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
@@ -313,25 +324,71 @@ func (s *Store) replayRecord(line []byte) error {
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
 		default:
-			return fmt.Errorf("unexpected member %q", m.name)
+			return false, fmt.Errorf("unexpected member %q", m.name)
 		}
 	}
 	if !sawID || !sawName {
-		return errors.New("record lacks an id or a name")
+		return false, errors.New("record lacks an id or a name")
 	}
 	if c.ID <= s.lastID() {
-		return fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
 	}
 	// One map operation, not a lookup then an insert: at a million
 	// categories each is a cache miss, and replay time is mostly these.
-	// On a duplicate, s has taken the record already; the error ends the
-	// start and s is thrown away.
 	known := len(s.names)
 	s.add(foldName(c.Name), c)
-	if len(s.names) == known {
-		return fmt.Errorf("name %q appears twice", c.Name)
+	return len(s.names) == known, nil
+}
+
+// maxCollisionWarnings bounds the warnings of one replay: a file that holds
+// many colliding names is summed up after these.
+const maxCollisionWarnings = 10
+
+// warnCollisions logs, for each category in later (indexes into s.items),
+// that its name equals an earlier one's under this build's case folding,
+// naming both lines. It runs only when there are collisions, so finding the
+// earlier lines costs one more pass over the names then and nothing
+// otherwise. Line numbers follow from indexes: the header is line 1 and
+// every later line is one category.
+func (s *Store) warnCollisions(path string, later []int, log *slog.Logger) {
+	first := make(map[string]int, len(later)) // folded name: index of its first category
+	for _, i := range later {
+		first[foldName(s.itemName(i))] = -1
 	}
-	return nil
+	for i := range s.items {
+		key := foldName(s.itemName(i))
+		if f, ok := first[key]; ok && f < 0 {
+			first[key] = i
+		}
+	}
+	for n, i := range later {
+		if n == maxCollisionWarnings {
+			log.Warn("journal: more names are equal ignoring case to earlier ones; all are kept", "path", path, "more", len(later)-n)
+			return
+		}
+		name := s.itemName(i)
+		f := first[foldName(name)]
+		log.Warn("journal: two names are equal ignoring case under this build's case folding (a newer Go can fold differently from the one that wrote them); both are kept, and a new create of either is refused",
+			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
+			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(s.itemName(f)))
+	}
+}
+
+// itemName returns the name of the category at index i of s.items, decoded
+// from its JSON, which replay has already checked.
+func (s *Store) itemName(i int) string {
+	start := 1
+	if i > 0 {
+		start = s.items[i-1].end + 1
+	}
+	members, _ := objectMembers(s.list[start:s.items[i].end], make([]member, 0, 3))
+	for _, m := range members {
+		if m.name == "name" {
+			name, _ := jsonString(m.value)
+			return name
+		}
+	}
+	return ""
 }
 
 // append writes records (whole lines) and fsyncs them. If that fails it cuts

@@ -26,7 +26,7 @@ type Store struct {
 	// mu guards everything below. The writer holds it while it commits a
 	// batch; with a journal that is the writer goroutine, otherwise Create.
 	mu      sync.Mutex
-	names   map[string]struct{} // foldName of every stored name
+	names   map[string]struct{} // foldName of every stored name; a replay may bring two names with one key
 	list    []byte              // "[" then the categories' JSON joined by ","; no "]"
 	items   []item              // one per category, ascending id
 	crc     uint32              // CRC-32 of list, for the ETag
