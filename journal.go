@@ -36,11 +36,17 @@ type journal struct {
 // memory-only store for ":memory:". It takes the journal's lock: a second
 // process opening the same path fails.
 func openStore(path string, log *slog.Logger) (*Store, error) {
+	return openStoreSyncing(path, log, syncDir)
+}
+
+// openStoreSyncing is openStore with the function that fsyncs a directory,
+// so that tests can see which directories are made durable.
+func openStoreSyncing(path string, log *slog.Logger, syncDir func(dir string) error) (*Store, error) {
 	s := newMemoryStore()
 	if path == memoryPath {
 		return s, nil
 	}
-	j, data, err := openJournal(path)
+	j, data, err := openJournal(path, syncDir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +61,9 @@ func openStore(path string, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
-func openJournal(path string) (*journal, []byte, error) {
+func openJournal(path string, syncDir func(dir string) error) (*journal, []byte, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDirs(dir, syncDir); err != nil {
 		return nil, nil, err
 	}
 	_, statErr := os.Stat(path)
@@ -86,6 +92,36 @@ func openJournal(path string) (*journal, []byte, error) {
 		return nil, nil, err
 	}
 	return j, data, nil
+}
+
+// makeDirs creates dir and its missing parents, and fsyncs each one it
+// creates into its parent: os.MkdirAll syncs nothing, and a crash could
+// otherwise lose a directory, and with it the journal and everything
+// acknowledged in it.
+func makeDirs(dir string, syncDir func(dir string) error) error {
+	var missing []string // deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		// One made meanwhile by another process is synced all the same.
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readAll(f *os.File) ([]byte, error) {
@@ -119,6 +155,7 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 	s.list = make([]byte, 1, len(data)+1)
 	s.list[0] = '['
 
+	var collisions []int // categories whose name folds like an earlier one's
 	lineNo, offset := 0, 0
 	for offset < len(data) {
 		lineNo++
@@ -132,10 +169,16 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		case lineNo == 1:
 			err = checkJournalHeader(line)
 		default:
-			err = s.replayRecord(line)
+			var collides bool
+			if collides, err = s.replayRecord(line); collides {
+				collisions = append(collisions, len(s.items)-1)
+			}
 		}
 		if err != nil {
 			if !isTorn(line, complete, lineNo, len(rest) == 0) {
+				if lineNo == 1 { // a header refused is not damage: say only what is wrong
+					return fmt.Errorf("%s:1: %v; the file was left as it is", j.path, err)
+				}
 				return fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
 			}
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
@@ -145,6 +188,9 @@ func (s *Store) replay(j *journal, data []byte, log *slog.Logger) error {
 		}
 		offset += len(line) + 1
 		j.size = int64(offset)
+	}
+	if len(collisions) > 0 {
+		s.warnCollisions(j.path, collisions, log)
 	}
 	if j.size == 0 {
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
@@ -196,28 +242,70 @@ func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.
 	return nil
 }
 
+// checkJournalHeader accepts the version-1 header however it is spaced or
+// ordered: a JSON object of exactly the members format and version. Anything
+// else gets a message that says what is wrong with it, so that an operator
+// never reads "version 1 is not supported" about a version-1 file.
 func checkJournalHeader(line []byte) error {
 	if string(line) == journalHeader {
 		return nil
 	}
-	var h struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
+	// Records after such a header end in \r too. Rather than accept a file
+	// a tool has rewritten, and append LF lines to it, petstore asks for it
+	// back as it was: the conversion is undone exactly by dos2unix.
+	if bytes.HasSuffix(line, []byte{'\r'}) {
+		return errors.New("the header line ends with a carriage return: the file was converted to CRLF line endings; convert it back to LF (e.g. dos2unix) and start again")
 	}
-	if err := json.Unmarshal(line, &h); err != nil || h.Format != "petstore-categories" {
-		return errors.New("not a petstore journal: the first line is not its header")
+	notJournal := errors.New("not a petstore journal: the first line is not its header")
+	if !json.Valid(line) {
+		return notJournal
 	}
-	return fmt.Errorf("journal format version %d is not supported by this petstore (it reads version 1)", h.Version)
+	members, err := objectMembers(line, nil)
+	if err != nil {
+		return notJournal
+	}
+	var format, version []byte
+	others := 0
+	for _, m := range members {
+		switch {
+		case m.name == "format" && format == nil:
+			format = m.value
+		case m.name == "version" && version == nil:
+			version = m.value
+		default:
+			others++
+		}
+	}
+	if format == nil || jsonKind(format) != "string" {
+		return notJournal
+	}
+	if name, err := jsonString(format); err != nil || name != "petstore-categories" {
+		return notJournal
+	}
+	if version != nil && jsonKind(version) == "number" {
+		n, err := strconv.ParseFloat(string(version), 64)
+		if err == nil && n != 1 {
+			return fmt.Errorf("journal format version %s is not supported by this petstore, which reads version 1", version)
+		}
+		if err == nil && others == 0 {
+			return nil // version 1, spaced or ordered differently, or written 1.0
+		}
+	}
+	return fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
 }
 
-// replayRecord checks one record line and adds its category to s.
-func (s *Store) replayRecord(line []byte) error {
+// replayRecord checks one record line and adds its category to s. It
+// reports whether the name equals an earlier one under this build's case
+// folding: the category is kept all the same, since the build that wrote
+// the file told them apart (a newer Go can fold differently), and refusing
+// it would make the data unreadable.
+func (s *Store) replayRecord(line []byte) (collides bool, err error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
-		return errors.New("not a valid JSON record")
+		return false, errors.New("not a valid JSON record")
 	}
 	members, err := objectMembers(line, make([]member, 0, 3))
 	if err != nil {
-		return errors.New("not a JSON object")
+		return false, errors.New("not a JSON object")
 	}
 	var c Category
 	var sawID, sawName bool
@@ -226,7 +314,7 @@ func (s *Store) replayRecord(line []byte) error {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
 			id, ok := parseID(string(m.value))
 			if !ok {
-				return fmt.Errorf("id %s is not a positive integer", m.value)
+				return false, fmt.Errorf("id %s is not a positive integer", m.value)
 			}
 			c.ID, sawID = id, true
 		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
@@ -236,25 +324,71 @@ func (s *Store) replayRecord(line []byte) error {
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
 		default:
-			return fmt.Errorf("unexpected member %q", m.name)
+			return false, fmt.Errorf("unexpected member %q", m.name)
 		}
 	}
 	if !sawID || !sawName {
-		return errors.New("record lacks an id or a name")
+		return false, errors.New("record lacks an id or a name")
 	}
 	if c.ID <= s.lastID() {
-		return fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, s.lastID())
 	}
 	// One map operation, not a lookup then an insert: at a million
 	// categories each is a cache miss, and replay time is mostly these.
-	// On a duplicate, s has taken the record already; the error ends the
-	// start and s is thrown away.
 	known := len(s.names)
 	s.add(foldName(c.Name), c)
-	if len(s.names) == known {
-		return fmt.Errorf("name %q appears twice", c.Name)
+	return len(s.names) == known, nil
+}
+
+// maxCollisionWarnings bounds the warnings of one replay: a file that holds
+// many colliding names is summed up after these.
+const maxCollisionWarnings = 10
+
+// warnCollisions logs, for each category in later (indexes into s.items),
+// that its name equals an earlier one's under this build's case folding,
+// naming both lines. It runs only when there are collisions, so finding the
+// earlier lines costs one more pass over the names then and nothing
+// otherwise. Line numbers follow from indexes: the header is line 1 and
+// every later line is one category.
+func (s *Store) warnCollisions(path string, later []int, log *slog.Logger) {
+	first := make(map[string]int, len(later)) // folded name: index of its first category
+	for _, i := range later {
+		first[foldName(s.itemName(i))] = -1
 	}
-	return nil
+	for i := range s.items {
+		key := foldName(s.itemName(i))
+		if f, ok := first[key]; ok && f < 0 {
+			first[key] = i
+		}
+	}
+	for n, i := range later {
+		if n == maxCollisionWarnings {
+			log.Warn("journal: more names are equal ignoring case to earlier ones; all are kept", "path", path, "more", len(later)-n)
+			return
+		}
+		name := s.itemName(i)
+		f := first[foldName(name)]
+		log.Warn("journal: two names are equal ignoring case under this build's case folding (a newer Go can fold differently from the one that wrote them); both are kept, and a new create of either is refused",
+			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
+			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(s.itemName(f)))
+	}
+}
+
+// itemName returns the name of the category at index i of s.items, decoded
+// from its JSON, which replay has already checked.
+func (s *Store) itemName(i int) string {
+	start := 1
+	if i > 0 {
+		start = s.items[i-1].end + 1
+	}
+	members, _ := objectMembers(s.list[start:s.items[i].end], make([]member, 0, 3))
+	for _, m := range members {
+		if m.name == "name" {
+			name, _ := jsonString(m.value)
+			return name
+		}
+	}
+	return ""
 }
 
 // append writes records (whole lines) and fsyncs them. If that fails it cuts

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -25,7 +26,7 @@ type Store struct {
 	// mu guards everything below. The writer holds it while it commits a
 	// batch; with a journal that is the writer goroutine, otherwise Create.
 	mu      sync.Mutex
-	names   map[string]struct{} // foldName of every stored name
+	names   map[string]struct{} // foldName of every stored name; a replay may bring two names with one key
 	list    []byte              // "[" then the categories' JSON joined by ","; no "]"
 	items   []item              // one per category, ascending id
 	crc     uint32              // CRC-32 of list, for the ETag
@@ -75,8 +76,9 @@ type createRequest struct {
 }
 
 var (
-	errStoreClosed = errors.New("store is closed")
-	crcTable       = crc32.MakeTable(crc32.Castagnoli)
+	errStoreClosed  = errors.New("store is closed")
+	errIDsExhausted = fmt.Errorf("no id left: the last category has id %d, the largest an id can be", int64(math.MaxInt64))
+	crcTable        = crc32.MakeTable(crc32.Castagnoli)
 )
 
 // newMemoryStore returns an empty Store that keeps categories in memory only.
@@ -209,6 +211,12 @@ func (s *Store) commit(batch []*createRequest) {
 		}
 		if _, dup := s.batchNames[req.key]; dup {
 			req.err = errConflict(req.nc.Name)
+			continue
+		}
+		if next == math.MaxInt64 {
+			// Wrapping would hand out a negative id, which the next
+			// replay refuses; failing the create keeps the file sound.
+			req.err = errIDsExhausted
 			continue
 		}
 		s.batchNames[req.key] = struct{}{}

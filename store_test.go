@@ -150,7 +150,6 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 		{"garbage in the middle", head + `{"id":1,"name":"dog"}` + "\n" + "garbage\n" + `{"id":3,"name":"cat"}` + "\n", ":3:"},
 		{"complete bad last line", head + `{"id":1,"name":"dog"}` + "\n" + `{"id":2}` + "\n", ":3:"},
 		{"ids not increasing", head + `{"id":2,"name":"dog"}` + "\n" + `{"id":2,"name":"cat"}` + "\n" + `{"id":3,"name":"x"}` + "\n", ":3:"},
-		{"duplicate name", head + `{"id":1,"name":"dog"}` + "\n" + `{"id":2,"name":"DOG"}` + "\n" + `{"id":3,"name":"x"}` + "\n", ":3:"},
 		{"unknown member", head + `{"id":1,"name":"dog","colour":"red"}` + "\n" + `{"id":2,"name":"x"}` + "\n", ":2:"},
 		{"not a journal", "hello\nworld\n", ":1:"},
 		{"one line that is not a journal", "hello world\n", ":1:"},
