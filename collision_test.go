@@ -67,9 +67,15 @@ func TestReplayKeepsCollidingNames(t *testing.T) {
 			t.Errorf("GET %d: got %d, want 200", id, rec.Code)
 		}
 	}
-	for _, name := range []string{"DOG", "dog", "Ǆ", "ǆ", "\u0264", "\ua7cb"} {
+	for _, name := range []string{"DOG", "dog", "Ǆ", "ǆ", "\u0264"} {
 		body, _ := json.Marshal(map[string]string{"name": name})
 		mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)}), http.StatusConflict, codeConflict)
+	}
+	// A name this build's tables leave unassigned is kept from the file
+	// but cannot be created anew: the name rules refuse it first.
+	if !assignedInBuild('\ua7cb') {
+		body, _ := json.Marshal(map[string]string{"name": "\ua7cb"})
+		mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)}), http.StatusBadRequest, codeInvalidField)
 	}
 	if c := env.mustCreate(t, "cat"); c.ID != 8 {
 		t.Errorf("next id: got %d, want 8", c.ID)
