@@ -12,10 +12,11 @@ import (
 
 // connLimiter caps the open connections of a server (decisions.md,
 // "Hardening"), so that clients holding connections cannot run the process
-// out of file descriptors. Its listener accepts only below the cap. At the
-// cap it first closes the connection that has been idle the longest, if one
-// is idle, and otherwise waits: new clients then queue in the kernel's listen
-// backlog, and a connection that is accepted is served.
+// out of file descriptors. Its listener hands the server a connection only
+// below the cap. At the cap it first closes the connection that has been
+// idle the longest, if one is idle, and otherwise waits: new clients then
+// queue in the kernel's listen backlog, and a connection handed over is
+// served.
 //
 // Connection states come from http.Server.ConnState (see connState). It is
 // safe for concurrent use.
@@ -159,12 +160,17 @@ type limitedListener struct {
 	closeOnce sync.Once
 }
 
+// Accept takes the next client from the backlog, then makes room for it
+// if at the cap. Room is made only for a client that is there: an idle
+// connection is never closed ahead of need. While it waits, the one client
+// in hand holds a descriptor; fileReserve counts it.
 func (ln *limitedListener) Accept() (net.Conn, error) {
-	if err := ln.limiter.waitForRoom(ln.closed); err != nil {
-		return nil, err
-	}
 	c, err := ln.Listener.Accept()
 	if err != nil {
+		return nil, err
+	}
+	if err := ln.limiter.waitForRoom(ln.closed); err != nil {
+		c.Close() // stopping: this client is not served, like those in the backlog
 		return nil, err
 	}
 	return ln.limiter.add(c), nil
