@@ -94,29 +94,27 @@ func checkContentType(contentType string) error {
 }
 
 // readBody reads all of body; size is the declared length (at most
-// maxBodyBytes), or -1 when the length is not declared. The buffer grows by
+// maxBodyBytes), or -1 when the length is not declared. It first takes from
+// bodies the blocks the largest body it may get needs (the declared length,
+// or maxBodyBytes), waiting when they are spent; the buffer then grows by
 // doubling as bytes arrive, so that a declared length costs memory only as
-// its bytes come; each growth first takes its blocks from bodies, waiting
-// when they are spent. It returns how many blocks it holds, also on error.
+// its bytes come. It returns how many blocks it holds, also on error.
 func readBody(ctx context.Context, bodies *bodyBudget, body io.Reader, size int64) ([]byte, int, error) {
 	limit := size
 	if size < 0 {
 		limit = maxBodyBytes + 1 // room to see that a chunked body is too large
 	}
-	var buf []byte
 	held := 0
+	if bodies != nil && limit > 0 {
+		var err error
+		if held, err = bodies.acquire(ctx, int((limit+bodyBlock-1)/bodyBlock)); err != nil {
+			return nil, held, err
+		}
+	}
+	var buf []byte
 	for int64(len(buf)) < limit {
 		if len(buf) == cap(buf) {
-			newCap := min(max(2*int64(cap(buf)), bodyBlock), limit)
-			if bodies != nil {
-				need := int((newCap + bodyBlock - 1) / bodyBlock)
-				got, err := bodies.acquire(ctx, need-held)
-				held += got
-				if err != nil {
-					return nil, held, err
-				}
-			}
-			buf = append(make([]byte, 0, newCap), buf...)
+			buf = append(make([]byte, 0, min(max(2*int64(cap(buf)), bodyBlock), limit)), buf...)
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -138,10 +136,13 @@ const bodyBlock = 64 << 10
 
 // bodyBudget bounds the memory that request bodies hold at once, across all
 // requests: a thousand clients each sending 1 MiB would otherwise hold a
-// gigabyte (issue 8). A reader that finds the budget spent waits, at most
-// maxWait, for others to finish. It is safe for concurrent use.
+// gigabyte (issue 8). A body takes all its blocks before reading; one body
+// at a time takes them, so that no two hold a part each and wait for each
+// other. A reader that finds the budget spent waits, at most maxWait, for
+// others to finish. It is safe for concurrent use.
 type bodyBudget struct {
 	blocks  chan struct{} // one token per block held
+	turn    chan struct{} // one token: the reader taking blocks
 	maxWait time.Duration
 	waiting atomic.Int64 // readers waiting for blocks, for tests and the curious
 }
@@ -149,7 +150,7 @@ type bodyBudget struct {
 // newBodyBudget makes a budget of size bytes, rounded down to whole blocks;
 // it must hold at least one largest body, maxBodyBytes, for every body to fit.
 func newBodyBudget(size int64, maxWait time.Duration) *bodyBudget {
-	return &bodyBudget{blocks: make(chan struct{}, max(1, size/bodyBlock)), maxWait: maxWait}
+	return &bodyBudget{blocks: make(chan struct{}, max(1, size/bodyBlock)), turn: make(chan struct{}, 1), maxWait: maxWait}
 }
 
 // errBodyWait says a body waited for memory longer than its budget's maxWait.
@@ -158,6 +159,14 @@ var errBodyWait = errors.New("request body waited too long for memory")
 // acquire takes n blocks, waiting while the budget is spent, until ctx ends
 // or maxWait has passed. It returns how many it took, also on error.
 func (b *bodyBudget) acquire(ctx context.Context, n int) (int, error) {
+	select {
+	case b.turn <- struct{}{}:
+	default:
+		if err := b.wait(ctx, b.turn); err != nil {
+			return 0, err
+		}
+	}
+	defer func() { <-b.turn }()
 	got := 0
 	for ; got < n; got++ {
 		select {
@@ -165,21 +174,21 @@ func (b *bodyBudget) acquire(ctx context.Context, n int) (int, error) {
 			continue
 		default:
 		}
-		b.waiting.Add(1)
-		err := b.wait(ctx)
-		b.waiting.Add(-1)
-		if err != nil {
+		if err := b.wait(ctx, b.blocks); err != nil {
 			return got, err
 		}
 	}
 	return got, nil
 }
 
-func (b *bodyBudget) wait(ctx context.Context) error {
+// wait puts a token in tokens, waiting at most maxWait.
+func (b *bodyBudget) wait(ctx context.Context, tokens chan struct{}) error {
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	timer := time.NewTimer(b.maxWait)
 	defer timer.Stop()
 	select {
-	case b.blocks <- struct{}{}:
+	case tokens <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
