@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies
 
 run:
 	$(GO) run .
@@ -42,3 +42,8 @@ bench:
 # to its own CPU; prints a table of medians and target ratios (bench/load.sh).
 bench-load:
 	bench/load.sh
+
+# Peak memory of the binary while 1,000 connections each POST a 1 MiB body
+# at once (bench/bodies; Linux, reads /proc/PID/status).
+bench-bodies: build
+	$(GO) run ./bench/bodies -bin ./petstore

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +20,7 @@ type config struct {
 	generatedKey bool     // keys holds one key made up at start
 	dataPath     string
 	pets         deprecation
+	maxConns     int // open connections at most, before the file limit lowers it
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -30,6 +32,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	var err error
 	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
 		return cfg, err
 	}
 
@@ -74,6 +79,16 @@ func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
 			dep.sunset.Format(time.RFC3339), dep.at.Format(time.RFC3339))
 	}
 	return dep, nil
+}
+
+// parseMaxConns reads PETSTORE_MAX_CONNS (decisions.md, "Hardening").
+func parseMaxConns(getenv func(string) string) (int, error) {
+	v := getenvOr(getenv, "PETSTORE_MAX_CONNS", "10000")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", truncate(v, 40))
+	}
+	return n, nil
 }
 
 func getenvOr(getenv func(string) string, name, fallback string) string {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
@@ -16,24 +20,23 @@ const maxBodyBytes = 1 << 20
 
 // decodeJSONObject reads the request body, which must be a single JSON object
 // sent as application/json within maxBodyBytes, and returns its members in
-// order, each name once. Every failure is an *apiError: 415, 413 or 400
-// invalid_json.
-func decodeJSONObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
+// order, each name once. Every failure is an *apiError: 415, 413, 408
+// request_timeout or 400 invalid_json. The body's bytes count against bodies
+// (nil: no bound) until the handler returns, since the members hold slices
+// of them.
+func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget) ([]member, error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
 	}
 	if r.ContentLength > maxBodyBytes {
 		return nil, errPayloadTooLarge
 	}
-	body, err := readBody(http.MaxBytesReader(w, r.Body, maxBodyBytes), r.ContentLength)
+	body, held, err := readBody(r.Context(), bodies, http.MaxBytesReader(w, r.Body, maxBodyBytes), r.ContentLength)
+	if held > 0 {
+		context.AfterFunc(r.Context(), func() { bodies.release(held) }) // the request context ends when the handler returns
+	}
 	if err != nil {
-		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-			return nil, errPayloadTooLarge
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errorf(codeInvalidJSON, "request body ended before its declared Content-Length")
-		}
-		return nil, fmt.Errorf("reading request body: %w", err)
+		return nil, bodyReadError(w, r, err)
 	}
 	if err := checkJSONValue(body); err != nil {
 		return nil, err
@@ -55,6 +58,36 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request) ([]member, error) 
 
 var errPayloadTooLarge = errorf(codePayloadTooLarge, fmt.Sprintf("request body must be at most %d bytes", maxBodyBytes))
 
+// bodyReadError maps a failure to read the body to the client's answer
+// (decisions.md, "Hardening": body errors are the client's). Nothing on the
+// server's side can fail while reading a body from its connection: it is
+// malformed chunked encoding, a body cut short, a connection reset, or a body
+// not received within the server's read timeout.
+func bodyReadError(w http.ResponseWriter, r *http.Request, err error) error {
+	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+		return errPayloadTooLarge
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errBodyWait) {
+		// The write deadline runs out with the read deadline (both count
+		// from the request's start); give the answer a moment of its own.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerWriteTime))
+		return &apiError{code: codeRequestTimeout, message: "request body was not received within the server's read timeout; send it again, faster", cause: err}
+	}
+	chunked := len(r.TransferEncoding) > 0
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) && chunked:
+		return &apiError{code: codeInvalidJSON, message: "request body ended before its last chunk", cause: err}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &apiError{code: codeInvalidJSON, message: "request body ended before its declared Content-Length", cause: err}
+	case chunked:
+		return &apiError{code: codeInvalidJSON, message: "request body could not be read: its chunked encoding is malformed", cause: err}
+	}
+	return &apiError{code: codeInvalidJSON, message: "request body could not be read", cause: err}
+}
+
+// answerWriteTime is how long the answer to a body that timed out may take.
+const answerWriteTime = 5 * time.Second
+
 func checkContentType(contentType string) error {
 	if contentType == "application/json" {
 		return nil
@@ -70,25 +103,115 @@ func checkContentType(contentType string) error {
 }
 
 // readBody reads all of body; size is the declared length (at most
-// maxBodyBytes), or -1 when the length is not declared.
-func readBody(body io.Reader, size int64) ([]byte, error) {
+// maxBodyBytes), or -1 when the length is not declared. It first takes from
+// bodies the blocks the largest body it may get needs (the declared length,
+// or maxBodyBytes), waiting when they are spent; the buffer then grows by
+// doubling as bytes arrive, so that a declared length costs memory only as
+// its bytes come. It returns how many blocks it holds, also on error.
+func readBody(ctx context.Context, bodies *bodyBudget, body io.Reader, size int64) ([]byte, int, error) {
+	limit := size
 	if size < 0 {
-		return io.ReadAll(body)
+		limit = maxBodyBytes + 1 // room to see that a chunked body is too large
 	}
-	// net/http delivers exactly the declared length, or an error. The first
-	// allocation is capped, so that a declared length costs memory only as
-	// its bytes arrive.
-	buf := make([]byte, min(size, firstBodyRead))
-	n, err := io.ReadFull(body, buf)
-	if err != nil || int64(n) == size {
-		return buf[:n], err
+	held := 0
+	if bodies != nil && limit > 0 {
+		var err error
+		if held, err = bodies.acquire(ctx, int((limit+bodyBlock-1)/bodyBlock)); err != nil {
+			return nil, held, err
+		}
 	}
-	rest, err := io.ReadAll(body)
-	return append(buf, rest...), err
+	var buf []byte
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(make([]byte, 0, min(max(2*int64(cap(buf)), bodyBlock), limit)), buf...)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if size >= 0 && int64(len(buf)) < size {
+				return nil, held, io.ErrUnexpectedEOF
+			}
+			return buf, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+	return buf, held, nil
 }
 
-// firstBodyRead bounds the first allocation for a body of declared length.
-const firstBodyRead = 64 << 10
+// bodyBlock is the unit in which bodies take memory from a bodyBudget.
+const bodyBlock = 64 << 10
+
+// bodyBudget bounds the memory that request bodies hold at once, across all
+// requests: a thousand clients each sending 1 MiB would otherwise hold a
+// gigabyte (issue 8). A body takes all its blocks before reading; one body
+// at a time takes them, so that no two hold a part each and wait for each
+// other. A reader that finds the budget spent waits, at most maxWait, for
+// others to finish. It is safe for concurrent use.
+type bodyBudget struct {
+	blocks  chan struct{} // one token per block held
+	turn    chan struct{} // one token: the reader taking blocks
+	maxWait time.Duration
+	waiting atomic.Int64 // readers waiting for blocks, for tests and the curious
+}
+
+// newBodyBudget makes a budget of size bytes, rounded down to whole blocks;
+// it must hold at least one largest body, maxBodyBytes, for every body to fit.
+func newBodyBudget(size int64, maxWait time.Duration) *bodyBudget {
+	return &bodyBudget{blocks: make(chan struct{}, max(1, size/bodyBlock)), turn: make(chan struct{}, 1), maxWait: maxWait}
+}
+
+// errBodyWait says a body waited for memory longer than its budget's maxWait.
+var errBodyWait = errors.New("request body waited too long for memory")
+
+// acquire takes n blocks, waiting while the budget is spent, until ctx ends
+// or maxWait has passed. It returns how many it took, also on error.
+func (b *bodyBudget) acquire(ctx context.Context, n int) (int, error) {
+	select {
+	case b.turn <- struct{}{}:
+	default:
+		if err := b.wait(ctx, b.turn); err != nil {
+			return 0, err
+		}
+	}
+	defer func() { <-b.turn }()
+	got := 0
+	for ; got < n; got++ {
+		select {
+		case b.blocks <- struct{}{}:
+			continue
+		default:
+		}
+		if err := b.wait(ctx, b.blocks); err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// wait puts a token in tokens, waiting at most maxWait.
+func (b *bodyBudget) wait(ctx context.Context, tokens chan struct{}) error {
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
+	timer := time.NewTimer(b.maxWait)
+	defer timer.Stop()
+	select {
+	case tokens <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return errBodyWait
+	}
+}
+
+// release gives back n blocks.
+func (b *bodyBudget) release(n int) {
+	for range n {
+		<-b.blocks
+	}
+}
 
 // checkJSONValue reports, as an invalid_json *apiError, why body is not
 // exactly one JSON value encoded in UTF-8.

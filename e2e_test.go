@@ -113,13 +113,18 @@ func baseEnv(dataPath string) map[string]string {
 
 // startRun calls run with env in a goroutine, waits for its listening line
 // and then for /healthz to answer 200. The service is stopped at the end of
-// the test if the test has not stopped it.
-func startRun(t *testing.T, env map[string]string) *service {
+// the test if the test has not stopped it. opts may shrink the server's
+// limits (timeouts, grace) so that a test stays fast.
+func startRun(t *testing.T, env map[string]string, opts ...func(*limits)) *service {
 	t.Helper()
+	lim := defaultLimits
+	for _, opt := range opts {
+		opt(&lim)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc := &service{stderr: newLogCapture(), cancel: cancel, done: make(chan error, 1)}
 	getenv := func(name string) string { return env[name] }
-	go func() { svc.done <- run(ctx, []string{"petstore"}, getenv, io.Discard, svc.stderr) }()
+	go func() { svc.done <- runWithLimits(ctx, []string{"petstore"}, getenv, io.Discard, svc.stderr, lim) }()
 	t.Cleanup(func() {
 		if err := svc.stop(); err != nil {
 			t.Errorf("stopping the service at cleanup: %v", err)

@@ -24,6 +24,7 @@ const (
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeInternal             = "internal"
 	codeNotImplemented       = "not_implemented"
+	codeRequestTimeout       = "request_timeout"
 )
 
 var statusOf = map[string]int{
@@ -41,6 +42,7 @@ var statusOf = map[string]int{
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeInternal:             http.StatusInternalServerError,
 	codeNotImplemented:       http.StatusNotImplemented,
+	codeRequestTimeout:       http.StatusRequestTimeout,
 }
 
 // apiError is an error meant for the client: its code and message become the
@@ -49,9 +51,17 @@ var statusOf = map[string]int{
 type apiError struct {
 	code    string
 	message string
+	cause   error // for the log only: what went wrong underneath, if anything
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
+func (e *apiError) Error() string {
+	if e.cause != nil {
+		return e.code + ": " + e.message + " (" + e.cause.Error() + ")"
+	}
+	return e.code + ": " + e.message
+}
+
+func (e *apiError) Unwrap() error { return e.cause }
 
 func errorf(code, message string) *apiError { return &apiError{code: code, message: message} }
 

@@ -59,9 +59,9 @@ func etagMatches(ifNoneMatch, etag string) bool {
 }
 
 // handleCategoryCreate handles "POST /v1/categories".
-func handleCategoryCreate(store Store) http.Handler {
+func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		members, err := decodeJSONObject(w, r)
+		members, err := decodeJSONObject(w, r, bodies)
 		if err != nil {
 			writeError(w, err)
 			return

@@ -1167,7 +1167,7 @@ func TestDeclaredBodyLength(t *testing.T) {
 	mustError(t, env.serveRequest(t, short), http.StatusBadRequest, codeInvalidJSON)
 
 	desc := strings.Repeat("d", 1000)
-	padding := strings.Repeat(" ", firstBodyRead) // a long body, valid JSON
+	padding := strings.Repeat(" ", bodyBlock) // a body over one block, valid JSON
 	body := `{"name":"cat",` + padding + `"description":"` + desc + `"}`
 	long := httptest.NewRequest("POST", "/v1/categories", strings.NewReader(body))
 	long.Header.Set("Authorization", "Bearer "+testKey)

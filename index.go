@@ -140,3 +140,20 @@ func (s *snapshot) get(id int64) ([]byte, bool) {
 	}
 	return s.list[start:s.items[i].end:s.items[i].end], true
 }
+
+// nameAt returns the name of the category at position i (0 is the lowest
+// id), decoded from its JSON, which the index wrote.
+func (x *index) nameAt(i int) string {
+	start := 1
+	if i > 0 {
+		start = x.items[i-1].end + 1
+	}
+	members, _ := objectMembers(x.list[start:x.items[i].end], make([]member, 0, 3))
+	for _, m := range members {
+		if m.name == "name" {
+			name, _ := jsonString(m.value)
+			return name
+		}
+	}
+	return ""
+}

@@ -33,9 +33,9 @@ type journal struct {
 // openJournal opens and locks the journal at path, creating it (and its
 // directory) if needed, and returns it with its content, not yet replayed.
 // A second process opening the same path fails.
-func openJournal(path string) (*journal, []byte, error) {
+func openJournal(path string, syncDir func(dir string) error) (*journal, []byte, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDirs(dir, syncDir); err != nil {
 		return nil, nil, err
 	}
 	_, statErr := os.Stat(path)
@@ -66,6 +66,36 @@ func openJournal(path string) (*journal, []byte, error) {
 	return j, data, nil
 }
 
+// makeDirs creates dir and its missing parents, and fsyncs each one it
+// creates into its parent: os.MkdirAll syncs nothing, and a crash could
+// otherwise lose a directory, and with it the journal and everything
+// acknowledged in it.
+func makeDirs(dir string, syncDir func(dir string) error) error {
+	var missing []string // deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		// One made meanwhile by another process is synced all the same.
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func readAll(f *os.File) ([]byte, error) {
 	info, err := f.Stat()
 	if err != nil {
@@ -92,6 +122,7 @@ func syncDir(dir string) error {
 // off; damage anywhere else stops the replay with the line number.
 func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
 	x := newIndex(bytes.Count(data, []byte{'\n'}), len(data))
+	var collisions []int // categories whose name folds like an earlier one's
 
 	lineNo, offset := 0, 0
 	for offset < len(data) {
@@ -106,10 +137,16 @@ func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
 		case lineNo == 1:
 			err = checkJournalHeader(line)
 		default:
-			err = replayRecord(x, line)
+			var collides bool
+			if collides, err = replayRecord(x, line); collides {
+				collisions = append(collisions, len(x.items)-1)
+			}
 		}
 		if err != nil {
 			if !isTorn(line, complete, lineNo, len(rest) == 0) {
+				if lineNo == 1 { // a header refused is not damage: say only what is wrong
+					return nil, fmt.Errorf("%s:1: %v; the file was left as it is", j.path, err)
+				}
 				return nil, fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
 			}
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
@@ -119,6 +156,9 @@ func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
 		}
 		offset += len(line) + 1
 		j.size = int64(offset)
+	}
+	if len(collisions) > 0 {
+		warnCollisions(x, j.path, collisions, log)
 	}
 	if j.size == 0 {
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
@@ -170,28 +210,70 @@ func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.
 	return nil
 }
 
+// checkJournalHeader accepts the version-1 header however it is spaced or
+// ordered: a JSON object of exactly the members format and version. Anything
+// else gets a message that says what is wrong with it, so that an operator
+// never reads "version 1 is not supported" about a version-1 file.
 func checkJournalHeader(line []byte) error {
 	if string(line) == journalHeader {
 		return nil
 	}
-	var h struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
+	// Records after such a header end in \r too. Rather than accept a file
+	// a tool has rewritten, and append LF lines to it, petstore asks for it
+	// back as it was: the conversion is undone exactly by dos2unix.
+	if bytes.HasSuffix(line, []byte{'\r'}) {
+		return errors.New("the header line ends with a carriage return: the file was converted to CRLF line endings; convert it back to LF (e.g. dos2unix) and start again")
 	}
-	if err := json.Unmarshal(line, &h); err != nil || h.Format != "petstore-categories" {
-		return errors.New("not a petstore journal: the first line is not its header")
+	notJournal := errors.New("not a petstore journal: the first line is not its header")
+	if !json.Valid(line) {
+		return notJournal
 	}
-	return fmt.Errorf("journal format version %d is not supported by this petstore (it reads version 1)", h.Version)
+	members, err := objectMembers(line, nil)
+	if err != nil {
+		return notJournal
+	}
+	var format, version []byte
+	others := 0
+	for _, m := range members {
+		switch {
+		case m.name == "format" && format == nil:
+			format = m.value
+		case m.name == "version" && version == nil:
+			version = m.value
+		default:
+			others++
+		}
+	}
+	if format == nil || jsonKind(format) != "string" {
+		return notJournal
+	}
+	if name, err := jsonString(format); err != nil || name != "petstore-categories" {
+		return notJournal
+	}
+	if version != nil && jsonKind(version) == "number" {
+		n, err := strconv.ParseFloat(string(version), 64)
+		if err == nil && n != 1 {
+			return fmt.Errorf("journal format version %s is not supported by this petstore, which reads version 1", version)
+		}
+		if err == nil && others == 0 {
+			return nil // version 1, spaced or ordered differently, or written 1.0
+		}
+	}
+	return fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
 }
 
-// replayRecord checks one record line and adds its category to x.
-func replayRecord(x *index, line []byte) error {
+// replayRecord checks one record line and adds its category to x. It
+// reports whether the name equals an earlier one under this build's case
+// folding: the category is kept all the same, since the build that wrote
+// the file told them apart (a newer Go can fold differently), and refusing
+// it would make the data unreadable.
+func replayRecord(x *index, line []byte) (collides bool, err error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
-		return errors.New("not a valid JSON record")
+		return false, errors.New("not a valid JSON record")
 	}
 	members, err := objectMembers(line, make([]member, 0, 3))
 	if err != nil {
-		return errors.New("not a JSON object")
+		return false, errors.New("not a JSON object")
 	}
 	var c Category
 	var sawID, sawName bool
@@ -200,7 +282,7 @@ func replayRecord(x *index, line []byte) error {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
 			id, ok := parseID(string(m.value))
 			if !ok {
-				return fmt.Errorf("id %s is not a positive integer", m.value)
+				return false, fmt.Errorf("id %s is not a positive integer", m.value)
 			}
 			c.ID, sawID = id, true
 		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
@@ -210,21 +292,51 @@ func replayRecord(x *index, line []byte) error {
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
 		default:
-			return fmt.Errorf("unexpected member %q", m.name)
+			return false, fmt.Errorf("unexpected member %q", m.name)
 		}
 	}
 	if !sawID || !sawName {
-		return errors.New("record lacks an id or a name")
+		return false, errors.New("record lacks an id or a name")
 	}
 	if c.ID <= x.lastID() {
-		return fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
 	}
-	// On a duplicate, x has taken the record already; the error ends the
-	// start and x is thrown away.
-	if _, unique := x.add(foldName(c.Name), c); !unique {
-		return fmt.Errorf("name %q appears twice", c.Name)
+	_, unique := x.add(foldName(c.Name), c)
+	return !unique, nil
+}
+
+// maxCollisionWarnings bounds the warnings of one replay: a file that holds
+// many colliding names is summed up after these.
+const maxCollisionWarnings = 10
+
+// warnCollisions logs, for each category in later (positions in x), that
+// its name equals an earlier one's under this build's case folding, naming
+// both lines. It runs only when there are collisions, so finding the
+// earlier lines costs one more pass over the names then and nothing
+// otherwise. Line numbers follow from positions: the header is line 1 and
+// every later line is one category.
+func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
+	first := make(map[string]int, len(later)) // folded name: position of its first category
+	for _, i := range later {
+		first[foldName(x.nameAt(i))] = -1
 	}
-	return nil
+	for i := range x.items {
+		key := foldName(x.nameAt(i))
+		if f, ok := first[key]; ok && f < 0 {
+			first[key] = i
+		}
+	}
+	for n, i := range later {
+		if n == maxCollisionWarnings {
+			log.Warn("journal: more names are equal ignoring case to earlier ones; all are kept", "path", path, "more", len(later)-n)
+			return
+		}
+		name := x.nameAt(i)
+		f := first[foldName(name)]
+		log.Warn("journal: two names are equal ignoring case under this build's case folding (a newer Go can fold differently from the one that wrote them); both are kept, and a new create of either is refused",
+			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
+			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(x.nameAt(f)))
+	}
 }
 
 // append writes records (whole lines) and fsyncs them. If that fails it cuts

@@ -32,6 +32,26 @@ func main() {
 // signal arrives.
 const shutdownGrace = 10 * time.Second
 
+// limits are the server's timeouts and bounds (decisions.md, "Running" and
+// "Hardening"). run serves with defaultLimits; tests shrink the times
+// through runWithLimits so that they stay fast.
+type limits struct {
+	grace       time.Duration // for in-flight requests once a stop signal arrives
+	readTimeout time.Duration // to read a whole request, body included
+	idleTimeout time.Duration // a keep-alive connection may wait for its next request
+	bodyBudget  int64         // bytes that request bodies may hold at once
+}
+
+var defaultLimits = limits{
+	grace:       shutdownGrace,
+	readTimeout: 30 * time.Second,
+	idleTimeout: 30 * time.Second,
+	// 64 largest bodies at once: far more than the disk commits in the
+	// time one takes to arrive, and a bound of its own on the memory
+	// bodies take (README, "Limits").
+	bodyBudget: 64 * maxBodyBytes,
+}
+
 const usage = `petstore serves the Pet Catalogue API. It takes no arguments; it is configured
 through the environment:
 
@@ -39,6 +59,7 @@ through the environment:
   PETSTORE_API_KEYS         comma-separated accepted API keys
   PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed)
   PETSTORE_DATA             journal file, or :memory: (default petstore.jsonl)
+  PETSTORE_MAX_CONNS        open connections at most (default 10000)
   PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
 
@@ -50,6 +71,11 @@ With no key configured, a random key is generated and printed once.
 // run starts the service and serves until ctx is done, then shuts down
 // gracefully. It reads configuration only through getenv.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runWithLimits(ctx, args, getenv, stdout, stderr, defaultLimits)
+}
+
+// runWithLimits is run with the server's timeouts and bounds given.
+func runWithLimits(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, lim limits) error {
 	if len(args) > 1 {
 		switch args[1] {
 		case "-h", "-help", "--help":
@@ -82,10 +108,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer store.Close()
 
+	maxConns, err := connectionCap(cfg.maxConns)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
+	conns := newConnLimiter(maxConns)
 	handler, _, err := newServer(deps{
 		store:  store,
 		keys:   newKeySet(cfg.keys),
@@ -93,6 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		access: sink,
 		now:    time.Now,
 		pets:   cfg.pets,
+		bodies: newBodyBudget(lim.bodyBudget, lim.readTimeout),
 	})
 	if err != nil {
 		return err
@@ -100,34 +132,39 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       lim.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         conns.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	snap, err := store.List(ctx)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys))
+	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns)
 	if cfg.generatedKey {
 		// Printed once, outside the JSON log, so that `go run .` just works.
 		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(conns.listen(ln)) }()
 	select {
 	case err := <-serveErr:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "grace", shutdownGrace.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	log.Info("shutting down", "grace", lim.grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), lim.grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+		// The grace is over: what is left is a client too slow to finish
+		// (a body sent byte by byte, say). Closing its connection ends its
+		// request; that is the stop working as designed, not a failure.
+		log.Warn("grace over; closing the connections left", "open", conns.open(), "cause", err.Error())
+		srv.Close()
 	}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -38,6 +38,7 @@ type deps struct {
 	access io.Writer    // one line per request, below status 500; safe for concurrent use
 	now    func() time.Time
 	pets   deprecation // of GET /v1/pets/{petId}
+	bodies *bodyBudget // bounds the memory of request bodies; nil: no bound
 }
 
 // routes lists the whole API. doc is the OpenAPI document served at
@@ -45,7 +46,7 @@ type deps struct {
 func routes(d deps, doc []byte) []route {
 	return []route{
 		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
-		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store)},
+		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies)},
 		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
 		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
@@ -83,7 +84,7 @@ func (dep deprecation) headerValues() (deprecated, sunset string) {
 }
 
 // newHandler builds the service's handler from a route table. Middleware
-// runs in this order: log (with request id) → recover → path check → mux →
+// runs in this order: log (with request id) → framing → recover → path check → mux →
 // per route: deprecation headers → auth → sunset gate → handler.
 func newHandler(table []route, d deps) http.Handler {
 	mux := http.NewServeMux()
@@ -114,7 +115,7 @@ func newHandler(table []route, d deps) http.Handler {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(codeNotFound, "no such path: "+truncate(r.URL.Path, 200)))
 	}))
-	return logRequests(newAccessLog(d.access), d.log, recoverPanics(d.log, requireCleanPath(mux)))
+	return logRequests(newAccessLog(d.access), d.log, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 }
 
 func methodNotAllowed(methods []string) http.Handler {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 )
 
 // Store is what the handlers need of the place categories are kept. Two
@@ -37,6 +39,8 @@ type storeOptions struct {
 	// onBatch, when set, is called before each group commit with the number
 	// of creates it holds (see procsBoost).
 	onBatch func(n int)
+	// syncDir fsyncs a directory; nil is the real one (tests watch it).
+	syncDir func(dir string) error
 }
 
 // openStore opens the store that PETSTORE_DATA names: ":memory:" or the
@@ -44,6 +48,9 @@ type storeOptions struct {
 func openStore(data string, opts storeOptions) (Store, error) {
 	if opts.log == nil {
 		opts.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.syncDir == nil {
+		opts.syncDir = syncDir
 	}
 	if data == memoryPath {
 		return newMemoryStore(), nil
@@ -55,8 +62,9 @@ func openStore(data string, opts storeOptions) (Store, error) {
 const memoryPath = ":memory:"
 
 var (
-	errNotFound    = errors.New("no such category")
-	errStoreClosed = errors.New("store is closed")
+	errNotFound     = errors.New("no such category")
+	errStoreClosed  = errors.New("store is closed")
+	errIDsExhausted = fmt.Errorf("no id left: the last category has id %d, the largest an id can be", int64(math.MaxInt64))
 )
 
 func errConflict(name string) error {
@@ -88,6 +96,12 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 	for _, req := range batch {
 		if _, dup := seen[req.key]; dup || x.has(req.key) {
 			req.err = errConflict(req.nc.Name)
+			continue
+		}
+		if next == math.MaxInt64 {
+			// Wrapping would hand out a negative id, which the next
+			// replay refuses; failing the create keeps the file sound.
+			req.err = errIDsExhausted
 			continue
 		}
 		seen[req.key] = struct{}{}

@@ -29,7 +29,7 @@ const maxBatch = 1024
 
 // openJournalStore opens the journal at path and replays it.
 func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
-	j, data, err := openJournal(path)
+	j, data, err := openJournal(path, opts.syncDir)
 	if err != nil {
 		return nil, err
 	}

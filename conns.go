@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// connLimiter caps the open connections of a server (decisions.md,
+// "Hardening"), so that clients holding connections cannot run the process
+// out of file descriptors. Its listener hands the server a connection only
+// below the cap. At the cap it first closes the connection that has been
+// idle the longest, if one is idle, and otherwise waits: new clients then
+// queue in the kernel's listen backlog, and a connection handed over is
+// served.
+//
+// Connection states come from http.Server.ConnState (see connState). It is
+// safe for concurrent use.
+type connLimiter struct {
+	max   int
+	epoch time.Time // idle times are counted from it, on the monotonic clock
+
+	mu    sync.Mutex
+	conns []*trackedConn // open: accepted and not yet closed
+
+	waiting atomic.Bool   // Accept is waiting for room
+	room    chan struct{} // one token: a connection closed or went idle
+}
+
+// trackedConn is a connection the limiter accepted.
+type trackedConn struct {
+	net.Conn
+	index     int          // in connLimiter.conns; guarded by its mu
+	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
+	evicted   atomic.Bool  // closed by the limiter to make room
+}
+
+// CloseWrite lets net/http half-close the connection before closing it
+// after an answer with Connection: close, so that the client reads the
+// answer rather than a reset when unread bytes remain.
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func newConnLimiter(max int) *connLimiter {
+	return &connLimiter{max: max, epoch: time.Now(), room: make(chan struct{}, 1)}
+}
+
+// listen wraps ln so that it accepts only when there is room.
+func (l *connLimiter) listen(ln net.Listener) net.Listener {
+	return &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{})}
+}
+
+// connState is the http.Server.ConnState hook. The Active and Idle
+// transitions, which happen on every request, take no lock and allocate
+// nothing; only a new and a closed connection take the lock.
+func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
+	tc, ok := c.(*trackedConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateActive:
+		tc.idleSince.Store(0)
+	case http.StateIdle:
+		tc.idleSince.Store(int64(time.Since(l.epoch)) | 1) // never 0
+		if l.waiting.Load() {
+			l.signal()
+		}
+	case http.StateClosed, http.StateHijacked:
+		l.remove(tc)
+		l.signal()
+	}
+}
+
+func (l *connLimiter) signal() {
+	select {
+	case l.room <- struct{}{}:
+	default:
+	}
+}
+
+func (l *connLimiter) add(c net.Conn) *trackedConn {
+	tc := &trackedConn{Conn: c}
+	l.mu.Lock()
+	tc.index = len(l.conns)
+	l.conns = append(l.conns, tc)
+	l.mu.Unlock()
+	return tc
+}
+
+func (l *connLimiter) remove(tc *trackedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := tc.index
+	if i < 0 {
+		return // already removed: Hijacked, then Closed by the caller
+	}
+	last := l.conns[len(l.conns)-1]
+	l.conns[i], last.index = last, i
+	l.conns[len(l.conns)-1] = nil
+	l.conns = l.conns[:len(l.conns)-1]
+	tc.index = -1
+}
+
+// open returns how many connections are open.
+func (l *connLimiter) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// waitForRoom returns once a connection may be accepted, closing the
+// longest idle one when at the cap, or with net.ErrClosed once closed is.
+func (l *connLimiter) waitForRoom(closed <-chan struct{}) error {
+	for {
+		l.mu.Lock()
+		if len(l.conns) < l.max {
+			l.mu.Unlock()
+			return nil
+		}
+		// A scan, only at the cap; it keeps the per-request transitions
+		// free of locks, which an ordered idle list would need.
+		var oldest *trackedConn
+		for _, c := range l.conns {
+			if since := c.idleSince.Load(); since != 0 && !c.evicted.Load() && (oldest == nil || since < oldest.idleSince.Load()) {
+				oldest = c
+			}
+		}
+		if oldest == nil {
+			l.waiting.Store(true) // before unlocking: a connection going idle now signals
+		}
+		l.mu.Unlock()
+		if oldest != nil {
+			oldest.evicted.Store(true)
+			oldest.Close() // the server sees it fail and reports it closed
+		}
+		select {
+		case <-l.room:
+		case <-closed:
+			l.waiting.Store(false)
+			return net.ErrClosed
+		}
+		l.waiting.Store(false)
+	}
+}
+
+// limitedListener is the listener of a connLimiter.
+type limitedListener struct {
+	net.Listener
+	limiter   *connLimiter
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Accept takes the next client from the backlog, then makes room for it
+// if at the cap. Room is made only for a client that is there: an idle
+// connection is never closed ahead of need. While it waits, the one client
+// in hand holds a descriptor; fileReserve counts it.
+func (ln *limitedListener) Accept() (net.Conn, error) {
+	c, err := ln.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if err := ln.limiter.waitForRoom(ln.closed); err != nil {
+		c.Close() // stopping: this client is not served, like those in the backlog
+		return nil, err
+	}
+	return ln.limiter.add(c), nil
+}
+
+func (ln *limitedListener) Close() error {
+	ln.closeOnce.Do(func() { close(ln.closed) })
+	return ln.Listener.Close()
+}
+
+// fileReserve is how many file descriptors the connection cap leaves for
+// everything else: the journal and its directory, stdin/stdout/stderr, the
+// listener, the runtime's poller, a key file being read.
+const fileReserve = 32
+
+// connectionCap returns the cap on open connections: want, lowered to fit
+// below the process's file limit with fileReserve to spare. It relies on
+// Go (since 1.19, package syscall's init) having raised the soft limit of
+// open files to the hard limit at start, so the current soft limit is as
+// high as the process can go.
+func connectionCap(want int) (int, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return want, nil // no limit known: trust the configuration
+	}
+	if lim.Cur >= uint64(want)+fileReserve {
+		return want, nil
+	}
+	if lim.Cur <= 2*fileReserve {
+		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: the process may open only %d files, too few to serve connections (raise ulimit -n)", lim.Cur)
+	}
+	return int(lim.Cur) - fileReserve, nil
+}

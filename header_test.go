@@ -1,0 +1,79 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A version-1 header spaced or ordered differently is read; a CRLF file, a
+// newer version and a header with other members each get a message that
+// says what is wrong, never "version 1 is not supported".
+func TestJournalHeaderVariants(t *testing.T) {
+	t.Parallel()
+	const dog = `{"id":1,"name":"dog"}`
+	for _, tc := range []struct {
+		name, content string
+		want          string // "" when the file must open
+	}{
+		{"spaced", `{ "format": "petstore-categories", "version": 1 }` + "\n" + dog + "\n", ""},
+		{"reordered", `{"version":1,"format":"petstore-categories"}` + "\n" + dog + "\n", ""},
+		{"trailing blanks", journalHeader + " \t\n" + dog + "\n", ""},
+		{"version written 1.0", `{"format":"petstore-categories","version":1.0}` + "\n" + dog + "\n", ""},
+		{"CRLF", journalHeader + "\r\n" + dog + "\r\n", "the header line ends with a carriage return: the file was converted to CRLF line endings"},
+		{"CRLF header only", journalHeader + "\r\n", "converted to CRLF"},
+		{"newer version", `{"format":"petstore-categories","version":2}` + "\n", "version 2 is not supported by this petstore, which reads version 1"},
+		{"newer version spaced", `{"format": "petstore-categories", "version": 3}` + "\n", "version 3 is not supported by this petstore, which reads version 1"},
+		{"extra member", `{"format":"petstore-categories","version":1,"x":true}` + "\n", "not written as petstore writes it"},
+		{"version as a string", `{"format":"petstore-categories","version":"1"}` + "\n", "not written as petstore writes it"},
+		{"no version", `{"format":"petstore-categories"}` + "\n", "not written as petstore writes it"},
+		{"version twice", `{"format":"petstore-categories","version":1,"version":1}` + "\n", "not written as petstore writes it"},
+		{"another format", `{"format":"other","version":1}` + "\n", "not a petstore journal"},
+		{"format not a string", `{"format":1,"version":1}` + "\n", "not a petstore journal"},
+		{"not an object", `[1]` + "\n", "not a petstore journal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := openStore(path, storeOptions{})
+			if tc.want != "" {
+				if err == nil {
+					s.Close()
+					t.Fatalf("open succeeded, want an error containing %q", tc.want)
+				}
+				if !strings.Contains(err.Error(), path+":1:") || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %q: want it to name %s:1 and say %q", err, path, tc.want)
+				}
+				if strings.Contains(err.Error(), "version 1 is not supported") || strings.Contains(err.Error(), "damaged") {
+					t.Errorf("error %q blames the version or damage", err)
+				}
+				if data, _ := os.ReadFile(path); string(data) != tc.content {
+					t.Errorf("a refused journal was modified: got %q", data)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			env := newTestEnv(t, withStore(s))
+			if list := env.mustList(t); len(list) != 1 || list[0].Name != "dog" {
+				t.Errorf("list: got %+v, want dog", list)
+			}
+			if c := env.mustCreate(t, "cat"); c.ID != 2 {
+				t.Errorf("next id: got %d, want 2", c.ID)
+			}
+			mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"DOG"}`}), http.StatusConflict, codeConflict)
+			s.Close()
+			want := tc.content + `{"id":2,"name":"cat"}` + "\n"
+			if data, _ := os.ReadFile(path); string(data) != want {
+				t.Errorf("journal: got %q, want the header kept as it was and the new record after it: %q", data, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A few malformed requests are answered by net/http before any handler runs,
+// so their answers are not JSON Error bodies. decisions.md ("Hardening")
+// makes them the documented exceptions to "every answer is JSON": this test
+// holds each to what Go answers and README to listing it.
+func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
+	t.Parallel()
+	svc := startRun(t, baseEnv(memoryPath))
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		raw    string
+		status int
+		readme string // what README says of it
+	}{
+		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusOK, "`OPTIONS *`"},
+		{"Expect other than 100-continue", "GET /v1/categories HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n", http.StatusExpectationFailed, "`Expect`"},
+		{"unsupported Transfer-Encoding", "POST /v1/categories HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented, "`Transfer-Encoding`"},
+		{"HTTP/2.0 request line", "GET /v1/categories HTTP/2.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported, "`HTTP/2.0`"},
+		{"missing Host", "GET /v1/categories HTTP/1.1\r\n\r\n", http.StatusBadRequest, "`Host`"},
+		{"unparsable request line", "GARBAGE\r\n\r\n", http.StatusBadRequest, "request line"},
+		{"headers over 64 KiB", "GET /v1/categories HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, "431"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.DialTimeout("tcp", svc.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(conn, tt.raw); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status: got %d, want %d", resp.StatusCode, tt.status)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct == "application/json" {
+				t.Errorf("net/http's own answer is JSON now: this is no longer an exception, update README")
+			}
+			if !strings.Contains(string(readme), tt.readme) {
+				t.Errorf("README does not list this exception (looked for %q)", tt.readme)
+			}
+		})
+	}
+}
