@@ -39,8 +39,8 @@ var (
 )
 
 var (
-	errKeyMissing     = errorf(codeUnauthorized, "missing API key: send it in the Authorization header with the Bearer scheme")
-	errKeyNotAccepted = errorf(codeUnauthorized, "API key not accepted")
+	errKeyMissing     = apiErrorf(codeUnauthorized, "missing API key: send it in the Authorization header with the Bearer scheme")
+	errKeyNotAccepted = apiErrorf(codeUnauthorized, "API key not accepted")
 )
 
 // requireKey wraps next so that it runs only for requests that carry an
@@ -50,14 +50,14 @@ func requireKey(keys *keySet, next http.Handler) http.Handler {
 		header := headerValue(r.Header, "Authorization")
 		if header == "" {
 			w.Header()["Www-Authenticate"] = challengeMissing
-			writeError(w, errKeyMissing)
+			writeError(w, r, errKeyMissing)
 			return
 		}
 		scheme, token, _ := strings.Cut(header, " ")
 		token = strings.Trim(token, " \t")
 		if !strings.EqualFold(scheme, "Bearer") || token == "" || !keys.accepts(token) {
 			w.Header()["Www-Authenticate"] = challengeInvalid
-			writeError(w, errKeyNotAccepted)
+			writeError(w, r, errKeyNotAccepted)
 			return
 		}
 		next.ServeHTTP(w, r)

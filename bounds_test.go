@@ -51,12 +51,12 @@ func TestErrorAnswerBounded(t *testing.T) {
 	var opts []testOption
 	for path, msg := range messages {
 		opts = append(opts, withRoute(route{method: "GET", path: path, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, errorf(codeInvalidParameter, msg))
+			writeError(w, r, apiErrorf(codeInvalidParameter, "%s", msg))
 		})}))
 	}
 	internal := strings.Repeat("secret internal detail ", 1_000)
 	opts = append(opts, withRoute(route{method: "GET", path: "/v1/test-internal", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errors.New(internal))
+		writeError(w, r, errors.New(internal))
 	})}))
 	env := newTestEnv(t, opts...)
 

@@ -79,7 +79,7 @@ func problemsError(problems []problem, moreUnknown int) error {
 	if moreUnknown > 0 {
 		msgs = append(msgs, fmt.Sprintf("and %d more unknown fields", moreUnknown))
 	}
-	return errorf(code, strings.Join(msgs, "; "))
+	return apiErrorf(code, "%s", strings.Join(msgs, "; "))
 }
 
 func hasProblem(problems []problem, code string) bool {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -43,7 +42,7 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget
 	}
 	members, err := objectMembers(body, make([]member, 0, 4))
 	if err == errNotObject {
-		return nil, errorf(codeInvalidJSON, "request body must be a JSON object, got "+jsonKind(bytes.TrimLeft(body, " \t\r\n")))
+		return nil, apiErrorf(codeInvalidJSON, "request body must be a JSON object, got %s", jsonKind(bytes.TrimLeft(body, " \t\r\n")))
 	}
 	if err != nil {
 		return nil, err
@@ -51,12 +50,12 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget
 	// Which of two values would count is anyone's guess (RFC 8259 section
 	// 4), so the body is malformed, whatever else is wrong with it.
 	if name, ok := duplicateMember(members); ok {
-		return nil, errorf(codeInvalidJSON, "request body has member "+quoteMemberName(name)+" more than once")
+		return nil, apiErrorf(codeInvalidJSON, "request body has member %s more than once", quoteMemberName(name))
 	}
 	return members, nil
 }
 
-var errPayloadTooLarge = errorf(codePayloadTooLarge, fmt.Sprintf("request body must be at most %d bytes", maxBodyBytes))
+var errPayloadTooLarge = apiErrorf(codePayloadTooLarge, "request body must be at most %d bytes", maxBodyBytes)
 
 // bodyReadError maps a failure to read the body to the client's answer
 // (decisions.md, "Hardening": body errors are the client's). Nothing on the
@@ -93,11 +92,11 @@ func checkContentType(contentType string) error {
 		return nil
 	}
 	if contentType == "" {
-		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json, and the request has none")
+		return apiErrorf(codeUnsupportedMediaType, "Content-Type must be application/json, and the request has none")
 	}
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mediaType != "application/json" {
-		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json")
+		return apiErrorf(codeUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	return nil
 }
@@ -218,12 +217,12 @@ func (b *bodyBudget) release(n int) {
 func checkJSONValue(body []byte) error {
 	if json.Valid(body) {
 		if !utf8.Valid(body) {
-			return errorf(codeInvalidJSON, "request body is not valid UTF-8")
+			return apiErrorf(codeInvalidJSON, "request body is not valid UTF-8")
 		}
 		return nil
 	}
 	if len(bytes.TrimLeft(body, " \t\r\n")) == 0 {
-		return errorf(codeInvalidJSON, "request body is empty; send a JSON object")
+		return apiErrorf(codeInvalidJSON, "request body is empty; send a JSON object")
 	}
 	// json.Valid does not say where or why; a decoder does.
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -231,9 +230,9 @@ func checkJSONValue(body []byte) error {
 	if err := dec.Decode(&first); err != nil {
 		var syntaxErr *json.SyntaxError
 		if errors.As(err, &syntaxErr) {
-			return errorf(codeInvalidJSON, fmt.Sprintf("request body is not valid JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset))
+			return apiErrorf(codeInvalidJSON, "request body is not valid JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
 		}
-		return errorf(codeInvalidJSON, "request body is not valid JSON: it ends before the value is complete")
+		return apiErrorf(codeInvalidJSON, "request body is not valid JSON: it ends before the value is complete")
 	}
-	return errorf(codeInvalidJSON, fmt.Sprintf("request body has data after the JSON value (at byte %d)", dec.InputOffset()))
+	return apiErrorf(codeInvalidJSON, "request body has data after the JSON value (at byte %d)", dec.InputOffset())
 }

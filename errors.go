@@ -63,23 +63,19 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.cause }
 
-func errorf(code, message string) *apiError { return &apiError{code: code, message: message} }
-
 // apiErrorf returns an *apiError whose message is formatted as fmt.Sprintf does.
 func apiErrorf(code, format string, args ...any) *apiError {
 	return &apiError{code: code, message: fmt.Sprintf(format, args...)}
 }
 
-// writeError answers with the Error body for err. The error itself, whatever
-// it is, goes to the access log line of the request.
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers r with the Error body for err. The error itself,
+// whatever it is, goes into r's facts, for its log line.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = &apiError{code: codeInternal, message: "internal error; the request id identifies it in the service log"}
 	}
-	if rec, ok := w.(*accessRecorder); ok {
-		rec.err = err
-	}
+	factsOf(r).err = err
 	status := statusOf[ae.code]
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))
 }

@@ -24,7 +24,7 @@ func handleCategoryList(store Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap, err := store.List(r.Context())
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		lh := latest.Load()
@@ -63,17 +63,17 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		members, err := decodeJSONObject(w, r, bodies)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		nc, err := parseNewCategory(members)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		c, body, err := store.Create(r.Context(), nc)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		var buf [40]byte
@@ -88,16 +88,16 @@ func handleCategoryGet(store Store) http.Handler {
 		raw := r.PathValue("id")
 		id, ok := parseID(raw)
 		if !ok {
-			writeError(w, errorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got "+strconv.Quote(truncate(raw, 40))))
+			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", truncate(raw, 40)))
 			return
 		}
 		body, err := store.Get(r.Context(), id)
 		if errors.Is(err, errNotFound) {
-			writeError(w, errorf(codeNotFound, "no category with id "+raw))
+			writeError(w, r, apiErrorf(codeNotFound, "no category with id %s", raw))
 			return
 		}
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, body)
@@ -107,9 +107,9 @@ func handleCategoryGet(store Store) http.Handler {
 // handleNotImplemented answers 501 for the operations that the specification
 // names without giving their shape.
 func handleNotImplemented(operation string) http.Handler {
-	err := errorf(codeNotImplemented, operation+" is named by the specification, but its shape is not published; it is not implemented")
+	err := apiErrorf(codeNotImplemented, "%s is named by the specification, but its shape is not published; it is not implemented", operation)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, err)
+		writeError(w, r, err)
 	})
 }
 
@@ -120,7 +120,7 @@ func handleHealth(store Store) http.Handler {
 	ok := []byte(`{"status":"ok"}`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := store.Health(); err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, ok)

@@ -439,8 +439,16 @@ func TestPanicIsInternalError(t *testing.T) {
 	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking}))
 
 	for i := range 2 { // twice: a panic leaves nothing broken behind
-		rec := env.do(t, request{method: "GET", path: "/v1/test-panic"})
+		id := fmt.Sprintf("panic-request-%d", i)
+		rec := env.do(t, request{method: "GET", path: "/v1/test-panic", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": id}})
 		mustError(t, rec, http.StatusInternalServerError, codeInternal)
+		// Every line about the request carries its id: the panic's
+		// line with the stack as much as the request's own.
+		for _, msg := range []string{"handler panicked", "request"} {
+			if !logHas(env.logs.String(), msg, id) {
+				t.Errorf("request %d: no %q log line with request_id %s", i, msg, id)
+			}
+		}
 		if strings.Contains(rec.Body.String(), detail) || strings.Contains(rec.Body.String(), "panic") {
 			t.Errorf("request %d: body carries the panic: %s", i, rec.Body)
 		}
@@ -458,6 +466,20 @@ func TestPanicIsInternalError(t *testing.T) {
 	if !strings.Contains(env.logs.String(), detail) {
 		t.Errorf("the log does not record the panic %q", detail)
 	}
+}
+
+// logHas reports whether logs hold a JSON line with msg and request id.
+func logHas(logs, msg, id string) bool {
+	for line := range strings.Lines(logs) {
+		var l struct {
+			Msg       string `json:"msg"`
+			RequestID string `json:"request_id"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg && l.RequestID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func TestPets(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -13,35 +14,78 @@ import (
 	"time"
 )
 
-// accessRecorder wraps the ResponseWriter of one request to learn what the
-// access log needs: status, bytes written, and the error writeError answered.
+// requestFacts is what petstore learns about one request as it is served:
+// its id, what was answered, and the error behind the answer. logRequests
+// puts them in the request's context (see factsOf) and logs them; any
+// middleware or handler adds to them there, whatever wraps the
+// ResponseWriter in between.
+type requestFacts struct {
+	id     string
+	status int   // 0 until the answer's header is written
+	bytes  int64 // of the answer's body
+	err    error // what writeError answered, or a panic
+}
+
+// factsKey is the context key of a request's *requestFacts.
+type factsKey struct{}
+
+// factsOf returns the facts of r. A request that did not come through
+// logRequests (a handler tested alone) gets a set nobody reads.
+func factsOf(r *http.Request) *requestFacts {
+	if f, ok := r.Context().Value(factsKey{}).(*requestFacts); ok {
+		return f
+	}
+	return &requestFacts{}
+}
+
+// requestContext is a request's context with its facts inside, so that
+// both take one allocation.
+type requestContext struct {
+	context.Context
+	facts requestFacts
+}
+
+func (c *requestContext) Value(key any) any {
+	if key == (factsKey{}) {
+		return &c.facts
+	}
+	return c.Context.Value(key)
+}
+
+// accessRecorder wraps the ResponseWriter of one request to record the
+// status and size of its answer in the request's facts.
 type accessRecorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	err    error
+	facts *requestFacts
 
 	requestID [1]string // backs the X-Request-Id header value
 }
 
 func (rec *accessRecorder) WriteHeader(status int) {
-	if rec.status == 0 {
-		rec.status = status
+	if rec.facts.status == 0 {
+		rec.facts.status = status
 	}
 	rec.ResponseWriter.WriteHeader(status)
 }
 
 func (rec *accessRecorder) Write(p []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
+	if rec.facts.status == 0 {
+		rec.facts.status = http.StatusOK
 	}
 	n, err := rec.ResponseWriter.Write(p)
-	rec.bytes += int64(n)
+	rec.facts.bytes += int64(n)
 	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (rec *accessRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// requestState is everything logRequests makes for one request, allocated
+// at once.
+type requestState struct {
+	rec accessRecorder
+	ctx requestContext
+}
 
 // logRequests gives every request an id (a sane incoming X-Request-Id, or a
 // new one), echoes it in the response, and logs one line per request.
@@ -61,26 +105,29 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 			var buf [64]byte
 			id = string(strconv.AppendUint(append(buf[:0], idPrefix...), seq.Add(1), 10))
 		}
-		// One allocation for the recorder and the header value.
-		rec := &accessRecorder{ResponseWriter: w}
-		rec.requestID[0] = id
-		w.Header()["X-Request-Id"] = rec.requestID[:]
-		next.ServeHTTP(rec, r)
+		st := &requestState{rec: accessRecorder{ResponseWriter: w}, ctx: requestContext{Context: r.Context()}}
+		facts := &st.ctx.facts
+		facts.id = id
+		st.rec.facts = facts
+		st.rec.requestID[0] = id
+		w.Header()["X-Request-Id"] = st.rec.requestID[:]
+		r = r.WithContext(&st.ctx)
+		next.ServeHTTP(&st.rec, r)
 
 		line := accessLine{
 			time:      start, // when the request arrived; the duration says how long it took
 			method:    r.Method,
 			route:     r.Pattern,
 			path:      r.URL.Path,
-			status:    rec.status,
-			bytes:     rec.bytes,
+			status:    facts.status,
+			bytes:     facts.bytes,
 			duration:  float64(time.Since(start).Microseconds()) / 1000,
 			requestID: id,
 		}
-		if rec.err != nil {
-			line.err = logErrorText(rec.err)
+		if facts.err != nil {
+			line.err = logErrorText(facts.err)
 		}
-		if rec.status < 500 {
+		if facts.status < 500 {
 			access.write(&line)
 			return
 		}
@@ -116,12 +163,13 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 				panic(v)
 			}
 			err := fmt.Errorf("panic: %v", v)
-			log.Error("handler panicked", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if rec, ok := w.(*accessRecorder); ok && rec.status != 0 {
-				rec.err = err
+			facts := factsOf(r)
+			log.Error("handler panicked", "request_id", facts.id, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if facts.status != 0 {
+				facts.err = err
 				return // the answer is under way; net/http closes the connection
 			}
-			writeError(w, err)
+			writeError(w, r, err)
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -134,7 +182,7 @@ func requireCleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p {
-			writeError(w, errorf(codeNotFound, "no such path: paths must be in canonical form"))
+			writeError(w, r, apiErrorf(codeNotFound, "no such path: paths must be in canonical form"))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -113,7 +113,7 @@ func newHandler(table []route, d deps) http.Handler {
 		mux.Handle(p, methodNotAllowed(methods[p]))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(codeNotFound, "no such path: "+truncate(r.URL.Path, 200)))
+		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", truncate(r.URL.Path, 200)))
 	}))
 	return logRequests(newAccessLog(d.access), d.log, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 }
@@ -124,7 +124,7 @@ func methodNotAllowed(methods []string) http.Handler {
 	allow := []string{strings.Join(methods, ", ")}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Allow"] = allow
-		writeError(w, errorf(codeMethodNotAllowed, "method "+truncate(r.Method, 20)+" is not allowed here; allowed: "+allow[0]))
+		writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", truncate(r.Method, 20), allow[0]))
 	})
 }
 
@@ -142,10 +142,10 @@ func deprecationHeaders(dep deprecation, next http.Handler) http.Handler {
 
 // sunsetGate answers 410 once the route's sunset instant has passed.
 func sunsetGate(dep deprecation, now func() time.Time, next http.Handler) http.Handler {
-	gone := errorf(codeGone, "this operation was withdrawn at its sunset, "+dep.sunset.UTC().Format(time.RFC3339))
+	gone := apiErrorf(codeGone, "this operation was withdrawn at its sunset, %s", dep.sunset.UTC().Format(time.RFC3339))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !now().Before(dep.sunset) {
-			writeError(w, gone)
+			writeError(w, r, gone)
 			return
 		}
 		next.ServeHTTP(w, r)
