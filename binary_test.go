@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +146,7 @@ func startBinary(t *testing.T, env map[string]string, opts ...func(*binaryOption
 		t.Fatalf("petstore wrote no listening line within %v; stderr:\n%s", startTimeout, redactAll(p.stderr.String()))
 	}
 	if !o.noReady {
-		p.waitHealthy(t)
+		waitHealthy(t, p.url(""), p.done)
 	}
 	return p
 }
@@ -158,30 +157,6 @@ func withPrefix(command ...string) func(*binaryOptions) {
 }
 
 func (p *binaryProcess) url(path string) string { return "http://" + p.addr + path }
-
-// waitHealthy polls /healthz, bounded in count and time, until it is 200.
-func (p *binaryProcess) waitHealthy(t *testing.T) {
-	t.Helper()
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-	deadline := time.Now().Add(startTimeout)
-	backoff := 5 * time.Millisecond
-	for attempt := 0; attempt < 100 && time.Now().Before(deadline); attempt++ {
-		resp, err := client.Get(p.url("/healthz"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("petstore exited while starting (%v)", p.err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
-	}
-	t.Fatalf("/healthz of %s did not answer 200 within %v", p.addr, startTimeout)
-}
 
 func (p *binaryProcess) exited() bool {
 	select {
@@ -273,12 +248,4 @@ func (p *binaryProcess) waitLog(d time.Duration, match func(logLine) bool) logLi
 		}
 		time.Sleep(10 * time.Millisecond) // polling a log, bounded by d
 	}
-}
-
-// redactAll hides every test key in text a test prints.
-func redactAll(s string) string {
-	for _, k := range []string{binKey, e2eKey, testKey, testKey2} {
-		s = strings.ReplaceAll(s, k, "<key>")
-	}
-	return s
 }

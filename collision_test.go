@@ -87,17 +87,10 @@ func TestBinaryStartsWithCollidingNames(t *testing.T) {
 	if warning == nil {
 		t.Fatalf("no collision warning on stderr:\n%s", redactAll(p.stderr.String()))
 	}
-	req, _ := http.NewRequest("GET", p.url("/v1/categories"), nil)
-	req.Header.Set("Authorization", "Bearer "+binKey)
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := send(t, newClient(t), "GET", p.url("/v1/categories"), binKey, "", nil)
+	wantStatus(t, "list", resp, body, http.StatusOK)
 	var list []categoryBody
-	err = json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if err != nil || len(list) != len(collidingJournal) {
+	if err := json.Unmarshal(body, &list); err != nil || len(list) != len(collidingJournal) {
 		t.Errorf("list: got %d categories (%v), want %d", len(list), err, len(collidingJournal))
 	}
 	p.stop(t)

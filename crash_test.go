@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,9 +93,10 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 }
 
 func createOverHTTP(ctx context.Context, client *http.Client, base, name string) (int64, bool) {
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/categories", strings.NewReader(`{"name":"`+name+`"}`))
-	req.Header.Set("Authorization", "Bearer "+binKey)
-	req.Header.Set("Content-Type", "application/json")
+	req, err := newAPIRequest(ctx, "POST", base+"/v1/categories", binKey, `{"name":"`+name+`"}`)
+	if err != nil {
+		return 0, false
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, false
@@ -113,16 +113,10 @@ func createOverHTTP(ctx context.Context, client *http.Client, base, name string)
 // acknowledged one is there with its id, and that a new one gets a greater id.
 func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", p.url("/v1/categories"), nil)
-	req.Header.Set("Authorization", "Bearer "+binKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := send(t, newClient(t), "GET", p.url("/v1/categories"), binKey, "", nil)
+	wantStatus(t, "list after restart", resp, body, http.StatusOK)
 	var list []categoryBody
-	err = json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if err != nil {
+	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatalf("list after restart: %v", err)
 	}
 	byID := map[int64]string{}

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,205 +21,16 @@ import (
 // it over TCP. Configuration goes through a getenv backed by a map, never the
 // process environment, so nothing leaks between tests.
 
-// e2eKey is the API key of the end-to-end services. It stands for a secret:
-// tests check it never reaches a log, and never print it themselves.
-const e2eKey = "e2e-Secret-Kq7Zp2Xv9Lm4"
-
-// Bounds on waiting for the service; generous, since they only matter when
-// something is broken.
-const (
-	startTimeout = 10 * time.Second
-	stopTimeout  = 15 * time.Second // more than shutdownGrace
-)
-
-// logCapture is the stderr of a run: a goroutine-safe buffer that also
-// reports, once, the address from the "listening" log line.
-type logCapture struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	scanned   int         // bytes of buf already looked at for the listening line
-	listening chan string // receives the listen address, once
-	sent      bool
-}
-
-func newLogCapture() *logCapture {
-	return &logCapture{listening: make(chan string, 1)}
-}
-
-func (c *logCapture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	for !c.sent {
-		line, _, complete := bytes.Cut(c.buf.Bytes()[c.scanned:], []byte{'\n'})
-		if !complete {
-			break
-		}
-		c.scanned += len(line) + 1
-		var rec struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
-			c.listening <- rec.Addr
-			c.sent = true
-		}
-	}
-	return len(p), nil
-}
-
-// String returns everything written so far.
-func (c *logCapture) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
-}
-
-// lines returns every complete line written so far.
-func (c *logCapture) lines() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.buf.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return strings.Split(s[:i], "\n")
-	}
-	return nil
-}
-
-// service is one run of the program in a goroutine.
-type service struct {
-	addr   string // host:port it listens on
-	stderr *logCapture
-	cancel context.CancelFunc
-	done   chan error // run's result, once
-
-	stopOnce sync.Once
-	stopErr  error
-}
-
-// baseEnv is the configuration every end-to-end service starts from. It
-// names GOMAXPROCS, so that run leaves the test process's own alone (see
-// procsBoost).
-func baseEnv(dataPath string) map[string]string {
-	return map[string]string{
-		"PETSTORE_ADDR":     "127.0.0.1:0",
-		"PETSTORE_DATA":     dataPath,
-		"PETSTORE_API_KEYS": e2eKey,
-		"GOMAXPROCS":        strconv.Itoa(runtime.GOMAXPROCS(0)),
-	}
-}
-
-// startRun calls run with env in a goroutine, waits for its listening line
-// and then for /healthz to answer 200. The service is stopped at the end of
-// the test if the test has not stopped it. opts may shrink the server's
-// limits (timeouts, grace) so that a test stays fast.
-func startRun(t *testing.T, env map[string]string, opts ...func(*limits)) *service {
-	t.Helper()
-	lim := defaultLimits
-	for _, opt := range opts {
-		opt(&lim)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc := &service{stderr: newLogCapture(), cancel: cancel, done: make(chan error, 1)}
-	getenv := func(name string) string { return env[name] }
-	go func() { svc.done <- runWithLimits(ctx, []string{"petstore"}, getenv, io.Discard, svc.stderr, lim) }()
-	t.Cleanup(func() {
-		if err := svc.stop(); err != nil {
-			t.Errorf("stopping the service at cleanup: %v", err)
-		}
-	})
-
-	select {
-	case svc.addr = <-svc.stderr.listening:
-	case err := <-svc.done:
-		svc.stopOnce.Do(func() { svc.stopErr = err })
-		t.Fatalf("run returned before listening: %v", err)
-	case <-time.After(startTimeout):
-		t.Fatalf("no listening line on stderr within %v", startTimeout)
-	}
-	if host, _, err := net.SplitHostPort(svc.addr); err != nil || host != "127.0.0.1" {
-		t.Fatalf("listening address: got %q, want 127.0.0.1:port", svc.addr)
-	}
-	waitHealthy(t, svc)
-	return svc
-}
-
-var errStillRunning = errors.New("run did not return in time")
-
-// stop cancels run's context and waits, bounded, for it to return. It can be
-// called more than once; every call returns run's result.
-func (svc *service) stop() error {
-	svc.stopOnce.Do(func() {
-		svc.cancel()
-		select {
-		case svc.stopErr = <-svc.done:
-		case <-time.After(stopTimeout):
-			svc.stopErr = fmt.Errorf("%w: still running %v after cancel", errStillRunning, stopTimeout)
-		}
-	})
-	return svc.stopErr
-}
-
-func (svc *service) url(path string) string { return "http://" + svc.addr + path }
-
-// waitHealthy polls GET /healthz, a bounded number of times within a
-// deadline, until it answers 200. The listener is bound before the
-// listening line is written, so the first attempt normally succeeds.
-func waitHealthy(t *testing.T, svc *service) {
-	t.Helper()
-	client := newClient(t)
-	deadline := time.Now().Add(startTimeout)
-	backoff := 5 * time.Millisecond
-	var last string
-	for attempt := 0; attempt < 50 && time.Now().Before(deadline); attempt++ {
-		resp, err := client.Get(svc.url("/healthz"))
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = fmt.Sprintf("status %d, body %s", resp.StatusCode, redact(string(body)))
-		} else {
-			last = err.Error()
-		}
-		select {
-		case err := <-svc.done:
-			svc.stopOnce.Do(func() { svc.stopErr = err })
-			t.Fatalf("run returned while waiting for /healthz: %v", err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
-	}
-	t.Fatalf("/healthz did not answer 200 in time; last: %s", last)
-}
-
-// newClient returns an HTTP client that talks to 127.0.0.1 directly (no
-// proxy) and waits for "100 Continue" before sending a body that expects it.
-func newClient(t *testing.T) *http.Client {
-	transport := &http.Transport{
-		Proxy:                 nil,
-		ExpectContinueTimeout: 10 * time.Second,
-		DisableCompression:    true,
-	}
-	t.Cleanup(transport.CloseIdleConnections)
-	return &http.Client{Transport: transport, Timeout: 10 * time.Second}
-}
-
-// redact hides the end-to-end key in text that a test prints.
-func redact(s string) string { return strings.ReplaceAll(s, e2eKey, "<key>") }
-
-// send makes one request and returns the answer and its body. key "" sends
-// no Authorization header.
-func send(t *testing.T, client *http.Client, method, url, key, body string, header map[string]string) (*http.Response, []byte) {
-	t.Helper()
+// newAPIRequest makes a request to the API: key "" sends no
+// Authorization header, and a body is sent as application/json.
+func newAPIRequest(ctx context.Context, method, url, key, body string) (*http.Request, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, url, r)
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return nil, err
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -229,12 +38,23 @@ func send(t *testing.T, client *http.Client, method, url, key, body string, head
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return req, nil
+}
+
+// send makes one request and returns the answer and its body; header
+// holds headers to add.
+func send(t *testing.T, client *http.Client, method, url, key, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := newAPIRequest(context.Background(), method, url, key, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %s", method, url, redact(err.Error()))
+		t.Fatalf("%s %s: %s", method, url, redactAll(err.Error()))
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
@@ -244,13 +64,16 @@ func send(t *testing.T, client *http.Client, method, url, key, body string, head
 	return resp, got
 }
 
-// wantStatus checks an answer's status and JSON content type.
+// wantStatus checks an answer's status and JSON content type, and that an
+// error answer is an Error body (see checkErrorBody).
 func wantStatus(t *testing.T, what string, resp *http.Response, body []byte, status int) {
 	t.Helper()
 	if resp.StatusCode != status {
-		t.Fatalf("%s: status: got %d, want %d; body %s", what, resp.StatusCode, status, redact(string(body)))
+		t.Fatalf("%s: status: got %d, want %d; body %s", what, resp.StatusCode, status, redactAll(string(body)))
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+	if status >= 400 {
+		checkErrorBody(t, status, resp.Header, body)
+	} else if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s: Content-Type: got %q, want application/json", what, ct)
 	}
 }
@@ -426,26 +249,9 @@ func TestRunDataLocked(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	first := startRun(t, baseEnv(data))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env := baseEnv(data)
-	stderr := newLogCapture()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, stderr)
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "PETSTORE_DATA") {
-			t.Errorf("second run on a locked journal: got %v, want an error naming PETSTORE_DATA", err)
-		}
-	case <-time.After(5 * time.Second):
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(stopTimeout):
-		}
-		t.Fatalf("second run on a locked journal did not fail within 5s")
+	err, stderr := runToError(t, []string{"petstore"}, baseEnv(data))
+	if !strings.Contains(err.Error(), "PETSTORE_DATA") {
+		t.Errorf("second run on a locked journal: got %v, want an error naming PETSTORE_DATA", err)
 	}
 	if lines := stderr.lines(); len(lines) != 0 {
 		t.Errorf("second run wrote %d stderr lines, want none (it must not start)", len(lines))
@@ -464,7 +270,18 @@ func TestRunDataLocked(t *testing.T) {
 	}
 }
 
+// Bad configuration stops the start with one line that names the variable
+// and never quotes a key (decisions.md, "Running and configuration").
 func TestRunConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	badKeyFile := filepath.Join(dir, "bad-keys")
+	if err := os.WriteFile(badKeyFile, []byte("ok-file-key-9\nbad file key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyKeyFile := filepath.Join(dir, "empty-keys")
+	if err := os.WriteFile(emptyKeyFile, []byte("# only a comment\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -473,6 +290,8 @@ func TestRunConfigErrors(t *testing.T) {
 		secrets []string          // must not be in the error
 	}{
 		{name: "unparsable sunset", env: map[string]string{"PETSTORE_PETS_SUNSET": "garbage"},
+			want: []string{"PETSTORE_PETS_SUNSET"}},
+		{name: "sunset without zone", env: map[string]string{"PETSTORE_PETS_SUNSET": "2027-01-01T00:00:00"},
 			want: []string{"PETSTORE_PETS_SUNSET"}},
 		{name: "unparsable deprecation", env: map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-13-01"},
 			want: []string{"PETSTORE_PETS_DEPRECATED"}},
@@ -483,12 +302,26 @@ func TestRunConfigErrors(t *testing.T) {
 			want: []string{"PETSTORE_ADDR"}},
 		{name: "unexpected argument", args: []string{"petstore", "serve"},
 			want: []string{"unexpected argument", `"serve"`}},
+		{name: "keys hold no key", env: map[string]string{"PETSTORE_API_KEYS": ",,"},
+			want: []string{"PETSTORE_API_KEYS"}},
 		{name: "key a bearer token cannot carry", env: map[string]string{"PETSTORE_API_KEYS": "good-Key-1,bad Key!2"},
-			want: []string{"PETSTORE_API_KEYS"}, secrets: []string{"good-Key-1", "bad Key!2"}},
-		{name: "missing key file", env: map[string]string{"PETSTORE_API_KEYS_FILE": filepath.Join(t.TempDir(), "absent")},
-			want: []string{"PETSTORE_API_KEYS_FILE"}},
+			want: []string{"PETSTORE_API_KEYS", "key 2"}, secrets: []string{"good-Key-1", "bad Key!2", "bad"}},
+		{name: "key with a quote", env: map[string]string{"PETSTORE_API_KEYS": `quoted"key-1`},
+			want: []string{"PETSTORE_API_KEYS"}, secrets: []string{`quoted"key-1`, "quoted"}},
+		{name: "missing key file", env: map[string]string{"PETSTORE_API_KEYS_FILE": filepath.Join(dir, "absent")},
+			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
+		{name: "key file is a directory", env: map[string]string{"PETSTORE_API_KEYS_FILE": dir},
+			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
+		{name: "key file holds no key", env: map[string]string{"PETSTORE_API_KEYS_FILE": emptyKeyFile},
+			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
+		{name: "key file with a space in a key", env: map[string]string{"PETSTORE_API_KEYS_FILE": badKeyFile},
+			want: []string{"PETSTORE_API_KEYS_FILE", badKeyFile, "key 2"}, secrets: []string{e2eKey, "bad file key", "ok-file-key-9"}},
 		{name: "data path is a directory", env: map[string]string{"PETSTORE_DATA": t.TempDir()},
 			want: []string{"PETSTORE_DATA"}},
+		{name: "connection cap zero", env: map[string]string{"PETSTORE_MAX_CONNS": "0"}, want: []string{"PETSTORE_MAX_CONNS"}},
+		{name: "connection cap negative", env: map[string]string{"PETSTORE_MAX_CONNS": "-5"}, want: []string{"PETSTORE_MAX_CONNS"}},
+		{name: "connection cap not a number", env: map[string]string{"PETSTORE_MAX_CONNS": "many"}, want: []string{"PETSTORE_MAX_CONNS"}},
+		{name: "connection cap in exponent form", env: map[string]string{"PETSTORE_MAX_CONNS": "1e4"}, want: []string{"PETSTORE_MAX_CONNS"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -501,24 +334,7 @@ func TestRunConfigErrors(t *testing.T) {
 			if args == nil {
 				args = []string{"petstore"}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(5 * time.Second):
-				cancel()
-				select {
-				case <-done:
-				case <-time.After(stopTimeout):
-				}
-				t.Fatalf("run did not fail within 5s; it started half-configured")
-			}
-			if err == nil {
-				t.Fatalf("run: got nil error, want one naming %v", tt.want)
-			}
+			err, _ := runToError(t, args, env)
 			msg := redact(err.Error())
 			for _, s := range tt.secrets {
 				if strings.Contains(msg, s) {
@@ -640,9 +456,8 @@ func TestRunGracefulShutdown(t *testing.T) {
 	svc.cancel()
 	waitListenerClosed(t, svc.addr)
 	select {
-	case err := <-svc.done:
-		svc.stopOnce.Do(func() { svc.stopErr = err })
-		t.Fatalf("run returned (%v) while a request was in flight", err)
+	case <-svc.done:
+		t.Fatalf("run returned (%v) while a request was in flight", svc.err)
 	default:
 	}
 

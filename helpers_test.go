@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Keys the test servers accept. They are test values, safe to print.
@@ -36,6 +37,15 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// lines returns every complete line written so far.
+func (b *lockedBuffer) lines() []string {
+	s := b.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return strings.Split(s[:i], "\n")
+	}
+	return nil
 }
 
 func (b *lockedBuffer) Bytes() []byte {
@@ -149,35 +159,50 @@ type errorBody struct {
 	Status  int    `json:"status"`
 }
 
+// checkErrorBody checks an Error answer of any status: JSON content type, a
+// UTF-8 JSON object of exactly code, message and status, status matching
+// the HTTP status, a message. It reports problems with t.Errorf and returns
+// false when the body could not be decoded at all.
+func checkErrorBody(t testing.TB, status int, header http.Header, body []byte) (errorBody, bool) {
+	t.Helper()
+	if ct := header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || !utf8.Valid(body) {
+		t.Errorf("error body is not a UTF-8 JSON object (%v): %q", err, body)
+		return errorBody{}, false
+	}
+	if len(members) != 3 {
+		t.Errorf("error body has %d members, want exactly code, message, status: %s", len(members), body)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		t.Errorf("error body: %v; body %s", err, body)
+		return errorBody{}, false
+	}
+	if eb.Status != status {
+		t.Errorf("body status: got %d, want the HTTP status %d", eb.Status, status)
+	}
+	if eb.Message == "" {
+		t.Errorf("message is empty")
+	}
+	return eb, true
+}
+
 // mustError checks that rec is an Error answer with the given status and
-// code: JSON content type, exactly the three members, status matching.
+// code (see checkErrorBody).
 func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) errorBody {
 	t.Helper()
 	if rec.Code != status {
 		t.Fatalf("status: got %d, want %d; body %s", rec.Code, status, rec.Body)
 	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type: got %q, want application/json", ct)
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(rec.Body.Bytes(), &members); err != nil {
-		t.Fatalf("error body is not a JSON object: %v; body %s", err, rec.Body)
-	}
-	if len(members) != 3 {
-		t.Errorf("error body has %d members, want exactly code, message, status: %s", len(members), rec.Body)
-	}
-	var eb errorBody
-	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
-		t.Fatalf("error body: %v", err)
-	}
-	if eb.Status != status {
-		t.Errorf("body status: got %d, want %d", eb.Status, status)
+	eb, ok := checkErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes())
+	if !ok {
+		t.FailNow()
 	}
 	if eb.Code != code {
 		t.Errorf("code: got %q, want %q; message %q", eb.Code, code, eb.Message)
-	}
-	if eb.Message == "" {
-		t.Errorf("message is empty")
 	}
 	return eb
 }

@@ -204,17 +204,8 @@ func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
 		if i%4 == 0 {
 			path, want = "/v1/categories", http.StatusOK
 		}
-		req, _ := http.NewRequest("GET", p.url(path), nil)
-		req.Header.Set("Authorization", "Bearer "+binKey)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("request %d while stderr is not read: %s", i, truncate(err.Error(), 200))
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("request %d: got %d, want %d", i, resp.StatusCode, want)
-		}
+		resp, body := send(t, client, "GET", p.url(path), binKey, "", nil)
+		wantStatus(t, fmt.Sprintf("request %d while stderr is not read", i), resp, body, want)
 	}
 	p.resumeStderr()
 	warning := p.waitLog(10*time.Second, func(l logLine) bool {

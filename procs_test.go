@@ -134,17 +134,8 @@ func TestRunBoostsProcsForJournalWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startBinary(t, tt.env, withPrefix(taskset, "-c", "0"))
-			req, _ := http.NewRequest("POST", p.url("/v1/categories"), strings.NewReader(`{"name":"dog"}`))
-			req.Header.Set("Authorization", "Bearer "+binKey)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
-				t.Fatalf("create: got %d, want 201", resp.StatusCode)
-			}
+			resp, body := send(t, newClient(t), "POST", p.url("/v1/categories"), binKey, `{"name":"dog"}`, nil)
+			wantStatus(t, "create", resp, body, http.StatusCreated)
 			// The boost is logged before the create's 201; the access line
 			// of the create follows within the log's flush delay.
 			if p.waitLog(10*logFlushDelay, func(l logLine) bool { return l["msg"] == "request" }) == nil {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The harness of the tests that run the service for real: in this process
+// through run (startRun, runToError), or as the built binary (startBinary,
+// binary_test.go). Both wait for readiness the same way (waitHealthy) and
+// capture stderr in a logCapture.
+
+// e2eKey is the API key of the in-process services. It stands for a secret:
+// tests check it never reaches a log, and never print it themselves.
+const e2eKey = "e2e-Secret-Kq7Zp2Xv9Lm4"
+
+// Bounds on waiting for the service; generous, since they only matter when
+// something is broken.
+const (
+	startTimeout = 10 * time.Second
+	stopTimeout  = 15 * time.Second // more than shutdownGrace
+)
+
+// logCapture is a service's stderr: a lockedBuffer that also reports, once,
+// the address of the "listening" log line.
+type logCapture struct {
+	lockedBuffer
+	listening chan string // receives the listen address, once
+
+	scan    sync.Mutex
+	pending []byte // the start of a line not yet complete
+	sent    bool
+}
+
+func newLogCapture() *logCapture {
+	return &logCapture{listening: make(chan string, 1)}
+}
+
+func (c *logCapture) Write(p []byte) (int, error) {
+	c.lockedBuffer.Write(p)
+	c.scan.Lock()
+	defer c.scan.Unlock()
+	if c.sent {
+		return len(p), nil
+	}
+	c.pending = append(c.pending, p...)
+	for {
+		line, rest, complete := bytes.Cut(c.pending, []byte{'\n'})
+		if !complete {
+			break
+		}
+		c.pending = rest
+		var rec struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
+			c.listening <- rec.Addr
+			c.sent = true
+			c.pending = nil
+			break
+		}
+	}
+	return len(p), nil
+}
+
+// baseEnv is the configuration every in-process service starts from. It
+// names GOMAXPROCS, so that run leaves the test process's own alone (see
+// procsBoost).
+func baseEnv(dataPath string) map[string]string {
+	return map[string]string{
+		"PETSTORE_ADDR":     "127.0.0.1:0",
+		"PETSTORE_DATA":     dataPath,
+		"PETSTORE_API_KEYS": e2eKey,
+		"GOMAXPROCS":        strconv.Itoa(runtime.GOMAXPROCS(0)),
+	}
+}
+
+// service is one run of the program in a goroutine.
+type service struct {
+	addr   string // host:port it listens on
+	stderr *logCapture
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has returned
+	err    error         // run's result, once done is closed
+}
+
+// startRunning calls run with env and args in a goroutine.
+func startRunning(env map[string]string, args []string, lim limits) *service {
+	ctx, cancel := context.WithCancel(context.Background())
+	svc := &service{stderr: newLogCapture(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(svc.done)
+		svc.err = runWithLimits(ctx, args, func(name string) string { return env[name] }, io.Discard, svc.stderr, lim)
+	}()
+	return svc
+}
+
+// startRun calls run with env in a goroutine, waits for its listening line
+// and then for /healthz to answer 200. The service is stopped at the end of
+// the test if the test has not stopped it. opts may shrink the server's
+// limits (timeouts, grace) so that a test stays fast.
+func startRun(t *testing.T, env map[string]string, opts ...func(*limits)) *service {
+	t.Helper()
+	lim := defaultLimits
+	for _, opt := range opts {
+		opt(&lim)
+	}
+	svc := startRunning(env, []string{"petstore"}, lim)
+	t.Cleanup(func() {
+		if err := svc.stop(); err != nil {
+			t.Errorf("stopping the service at cleanup: %v", err)
+		}
+	})
+	select {
+	case svc.addr = <-svc.stderr.listening:
+	case <-svc.done:
+		t.Fatalf("run returned before listening: %v", svc.err)
+	case <-time.After(startTimeout):
+		t.Fatalf("no listening line on stderr within %v", startTimeout)
+	}
+	if host, _, err := net.SplitHostPort(svc.addr); err != nil || host != "127.0.0.1" {
+		t.Fatalf("listening address: got %q, want 127.0.0.1:port", svc.addr)
+	}
+	waitHealthy(t, svc.url(""), svc.done)
+	return svc
+}
+
+// runToError runs the program with args and env, which must make it fail
+// at start, and returns its error and stderr. A run still going after 5 s
+// started half-configured: the test fails.
+func runToError(t *testing.T, args []string, env map[string]string) (error, *logCapture) {
+	t.Helper()
+	svc := startRunning(env, args, defaultLimits)
+	select {
+	case <-svc.done:
+	case <-time.After(5 * time.Second):
+		svc.stop()
+		t.Fatalf("run did not fail within 5s; it started half-configured")
+	}
+	if svc.err == nil {
+		t.Fatalf("run: got nil error, want it to fail at start")
+	}
+	return svc.err, svc.stderr
+}
+
+var errStillRunning = errors.New("run did not return in time")
+
+// stop cancels run's context and waits, bounded, for it to return, and
+// returns run's result. It can be called more than once.
+func (svc *service) stop() error {
+	svc.cancel()
+	select {
+	case <-svc.done:
+		return svc.err
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("%w: still running %v after cancel", errStillRunning, stopTimeout)
+	}
+}
+
+func (svc *service) url(path string) string { return "http://" + svc.addr + path }
+
+// waitHealthy polls base+/healthz, a bounded number of times within a
+// deadline, until it answers 200; exited closing first fails the test.
+// The listener is bound before the listening line is written, so the first
+// attempt normally succeeds.
+func waitHealthy(t *testing.T, base string, exited <-chan struct{}) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	deadline := time.Now().Add(startTimeout)
+	backoff := 5 * time.Millisecond
+	var last string
+	for attempt := 0; attempt < 100 && time.Now().Before(deadline); attempt++ {
+		resp, err := client.Get(base + "/healthz")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("status %d, body %s", resp.StatusCode, redactAll(string(body)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the service exited while waiting for /healthz")
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+	t.Fatalf("%s/healthz did not answer 200 within %v; last: %s", base, startTimeout, last)
+}
+
+// newClient returns an HTTP client that talks to 127.0.0.1 directly (no
+// proxy) and waits for "100 Continue" before sending a body that expects it.
+func newClient(t *testing.T) *http.Client {
+	transport := &http.Transport{
+		Proxy:                 nil,
+		ExpectContinueTimeout: 10 * time.Second,
+		DisableCompression:    true,
+	}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &http.Client{Transport: transport, Timeout: 10 * time.Second}
+}
+
+// redact hides the in-process services' key in text that a test prints.
+func redact(s string) string { return strings.ReplaceAll(s, e2eKey, "<key>") }
+
+// redactAll hides every test key in text a test prints.
+func redactAll(s string) string {
+	for _, k := range []string{binKey, e2eKey, testKey, testKey2} {
+		s = strings.ReplaceAll(s, k, "<key>")
+	}
+	return s
+}
