@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	handler, _, err := newServer(deps{
 		store:  store,
-		keys:   newKeySet(cfg.keys),
+		keys:   newKeyring(cfg.keys),
 		log:    log,
 		access: sink,
 		now:    time.Now,
