@@ -3,14 +3,24 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
-// keySet is the set of accepted API keys. It keeps only their SHA-256
-// digests, so comparisons take the same time whatever a key's length.
+// keyDigest is the SHA-256 of an API key: what petstore keeps instead of
+// the key, and what names a client in logs, metrics and rate limits.
+type keyDigest [sha256.Size]byte
+
+// fingerprint returns the first 8 hex digits of the digest: enough to tell
+// clients apart in a log, far too little to find the key.
+func (d keyDigest) fingerprint() string { return hex.EncodeToString(d[:4]) }
+
+// keySet is a set of accepted API keys, kept as digests, so comparisons take
+// the same time whatever a key's length.
 type keySet struct {
-	digests [][sha256.Size]byte
+	digests []keyDigest
 }
 
 func newKeySet(keys []string) *keySet {
@@ -21,16 +31,31 @@ func newKeySet(keys []string) *keySet {
 	return ks
 }
 
-// accepts reports whether key is one of the set. It compares against every
-// key, in constant time, so timing tells nothing about which key came close.
-func (ks *keySet) accepts(key string) bool {
-	d := sha256.Sum256([]byte(key))
+// match reports whether key is one of the set, and its digest. It compares
+// against every key, in constant time, so timing tells nothing about which
+// key came close.
+func (ks *keySet) match(key string) (keyDigest, bool) {
+	d := keyDigest(sha256.Sum256([]byte(key)))
 	match := 0
 	for i := range ks.digests {
 		match |= subtle.ConstantTimeCompare(d[:], ks.digests[i][:])
 	}
-	return match == 1
+	return d, match == 1
 }
+
+// keyring holds the key set in force. Rotation (see keys.go) replaces the
+// whole set at once; a request sees the old set or the new one, never a mix.
+type keyring struct {
+	current atomic.Pointer[keySet]
+}
+
+func newKeyring(keys []string) *keyring {
+	kr := &keyring{}
+	kr.current.Store(newKeySet(keys))
+	return kr
+}
+
+func (kr *keyring) match(key string) (keyDigest, bool) { return kr.current.Load().match(key) }
 
 // WWW-Authenticate challenges (RFC 6750 section 3).
 var (
@@ -43,9 +68,19 @@ var (
 	errKeyNotAccepted = apiErrorf(codeUnauthorized, "API key not accepted")
 )
 
+// bearerToken returns the token of an Authorization header value with the
+// Bearer scheme (case-insensitive), or "".
+func bearerToken(header string) string {
+	scheme, token, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.Trim(token, " \t")
+}
+
 // requireKey wraps next so that it runs only for requests that carry an
 // accepted API key as a bearer token. It runs before the body is read.
-func requireKey(keys *keySet, next http.Handler) http.Handler {
+func requireKey(keys *keyring, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := headerValue(r.Header, "Authorization")
 		if header == "" {
@@ -53,9 +88,8 @@ func requireKey(keys *keySet, next http.Handler) http.Handler {
 			writeError(w, r, errKeyMissing)
 			return
 		}
-		scheme, token, _ := strings.Cut(header, " ")
-		token = strings.Trim(token, " \t")
-		if !strings.EqualFold(scheme, "Bearer") || token == "" || !keys.accepts(token) {
+		token := bearerToken(header)
+		if _, ok := keys.match(token); token == "" || !ok {
 			w.Header()["Www-Authenticate"] = challengeInvalid
 			writeError(w, r, errKeyNotAccepted)
 			return

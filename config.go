@@ -16,7 +16,9 @@ import (
 // (decisions.md, "Running and configuration").
 type config struct {
 	addr         string
-	keys         []string // never logged
+	keys         []string // never logged: every key accepted at start
+	envKeys      []string // the keys of PETSTORE_API_KEYS, which stay for the life of the process
+	keyFile      string   // PETSTORE_API_KEYS_FILE, read again to rotate keys
 	generatedKey bool     // keys holds one key made up at start
 	dataPath     string
 	pets         deprecation
@@ -39,10 +41,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
-		keys, err := checkKeys("PETSTORE_API_KEYS", strings.Split(v, ","))
+		keys, err := checkKeys("PETSTORE_API_KEYS", "key", strings.Split(v, ","))
 		if err != nil {
 			return cfg, err
 		}
+		cfg.envKeys = keys
 		cfg.keys = append(cfg.keys, keys...)
 	}
 	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
@@ -50,6 +53,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if err != nil {
 			return cfg, err
 		}
+		cfg.keyFile = path
 		cfg.keys = append(cfg.keys, keys...)
 	}
 	if len(cfg.keys) == 0 {
@@ -114,8 +118,9 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 }
 
 // checkKeys trims the keys, drops blank ones, and checks that each can be
-// sent as a bearer token (RFC 6750 b64token). It reports keys by position.
-func checkKeys(source string, raw []string) ([]string, error) {
+// sent as a bearer token (RFC 6750 b64token). It reports a bad key by its
+// position, counted in units ("key" in a list, "line" in a file).
+func checkKeys(source, unit string, raw []string) ([]string, error) {
 	var keys []string
 	for i, k := range raw {
 		k = strings.TrimSpace(k)
@@ -123,7 +128,7 @@ func checkKeys(source string, raw []string) ([]string, error) {
 			continue
 		}
 		if !isBearerToken(k) {
-			return nil, fmt.Errorf("%s: key %d has characters a bearer token cannot carry (allowed: letters, digits and -._~+/ with = at the end)", source, i+1)
+			return nil, fmt.Errorf("%s: %s %d has characters a bearer token cannot carry (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
 		}
 		keys = append(keys, k)
 	}
@@ -165,7 +170,7 @@ func readKeyFile(path string) ([]string, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %s: %w", path, err)
 	}
-	return checkKeys("PETSTORE_API_KEYS_FILE "+path, lines)
+	return checkKeys("PETSTORE_API_KEYS_FILE "+path, "line", lines)
 }
 
 // generateKey makes a random key: 32 bytes, base64url without padding.

@@ -29,7 +29,7 @@ var (
 
 // withAcceptedKeys makes the handler accept exactly keys.
 func withAcceptedKeys(keys []string) testOption {
-	return func(d *deps, _ *[]route) { d.keys = newKeySet(keys) }
+	return func(d *deps, _ *[]route) { d.keys = newKeyring(keys) }
 }
 
 // postCategory sends body to POST /v1/categories as an authorised JSON request.

@@ -103,7 +103,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	}
 	d := deps{
 		store:  newMemoryStore(),
-		keys:   newKeySet([]string{testKey, testKey2}),
+		keys:   newKeyring([]string{testKey, testKey2}),
 		log:    slog.New(slog.NewJSONHandler(logs, nil)),
 		access: logs,
 		now:    time.Now,

@@ -119,7 +119,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	conns := newConnLimiter(maxConns)
 	handler, _, err := newServer(deps{
 		store:  store,
-		keys:   newKeySet(cfg.keys),
+		keys:   newKeyring(cfg.keys),
 		log:    log,
 		access: sink,
 		now:    time.Now,

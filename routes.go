@@ -33,7 +33,7 @@ type deprecation struct {
 // deps is what the routes need.
 type deps struct {
 	store  Store
-	keys   *keySet
+	keys   *keyring
 	log    *slog.Logger // start, warnings, errors: written at once
 	access io.Writer    // one line per request, below status 500; safe for concurrent use
 	now    func() time.Time
