@@ -315,7 +315,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "key file holds no key", env: map[string]string{"PETSTORE_API_KEYS_FILE": emptyKeyFile},
 			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
 		{name: "key file with a space in a key", env: map[string]string{"PETSTORE_API_KEYS_FILE": badKeyFile},
-			want: []string{"PETSTORE_API_KEYS_FILE", badKeyFile, "key 2"}, secrets: []string{e2eKey, "bad file key", "ok-file-key-9"}},
+			want: []string{"PETSTORE_API_KEYS_FILE", badKeyFile, "line 2"}, secrets: []string{e2eKey, "bad file key", "ok-file-key-9"}},
 		{name: "data path is a directory", env: map[string]string{"PETSTORE_DATA": t.TempDir()},
 			want: []string{"PETSTORE_DATA"}},
 		{name: "connection cap zero", env: map[string]string{"PETSTORE_MAX_CONNS": "0"}, want: []string{"PETSTORE_MAX_CONNS"}},
