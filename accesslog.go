@@ -26,6 +26,7 @@ type accessLine struct {
 	bytes     int64
 	duration  float64 // milliseconds, to the microsecond
 	requestID string
+	key       []byte // fingerprint of the accepted API key (8 hex digits); nil when none was
 	err       string // "" when the answer carried no error
 }
 
@@ -40,6 +41,9 @@ func (l *accessLine) attrs() []slog.Attr {
 		slog.Int64("bytes", l.bytes),
 		slog.Float64("duration_ms", l.duration),
 		slog.String("request_id", l.requestID),
+	}
+	if l.key != nil {
+		attrs = append(attrs, slog.String("key", string(l.key)))
 	}
 	if l.err != "" {
 		attrs = append(attrs, slog.String("error", l.err))
@@ -71,6 +75,11 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	b = appendLogFloat(b, l.duration)
 	b = append(b, `,"request_id":`...)
 	b = appendLogString(b, l.requestID)
+	if l.key != nil {
+		b = append(b, `,"key":"`...)
+		b = append(b, l.key...)
+		b = append(b, '"')
+	}
 	if l.err != "" {
 		b = append(b, `,"error":`...)
 		b = appendLogString(b, l.err)

@@ -79,21 +79,47 @@ func bearerToken(header string) string {
 }
 
 // requireKey wraps next so that it runs only for requests that carry an
-// accepted API key as a bearer token. It runs before the body is read.
-func requireKey(keys *keyring, next http.Handler) http.Handler {
+// accepted API key as a bearer token. It runs before the body is read. The
+// accepted key's digest goes into the request's facts, for the log and the
+// limiter; with a limiter, each accepted request spends from its key's
+// budget, and every answer says what is left.
+func requireKey(keys *keyring, limits *limiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := headerValue(r.Header, "Authorization")
 		if header == "" {
-			w.Header()["Www-Authenticate"] = challengeMissing
-			writeError(w, r, errKeyMissing)
+			refuseKey(w, r, challengeMissing, errKeyMissing)
 			return
 		}
 		token := bearerToken(header)
-		if _, ok := keys.match(token); token == "" || !ok {
-			w.Header()["Www-Authenticate"] = challengeInvalid
-			writeError(w, r, errKeyNotAccepted)
+		digest, ok := keys.match(token)
+		if token == "" || !ok {
+			refuseKey(w, r, challengeInvalid, errKeyNotAccepted)
 			return
+		}
+		facts := factsOf(r)
+		facts.key, facts.keyed = digest, true
+		if limits != nil {
+			v := limits.take(digest)
+			limits.headers(w.Header(), v)
+			if !v.allowed {
+				writeError(w, r, errRateLimited)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+var errRateLimited = apiErrorf(codeRateLimited, "too many requests with this API key; Retry-After says when to try again")
+
+// refuseKey answers 401. A body the client is still sending is not waited
+// for: net/http would read it before sending the answer, to keep the
+// connection, so the connection is closed instead.
+func refuseKey(w http.ResponseWriter, r *http.Request, challenge []string, err error) {
+	h := w.Header()
+	h["Www-Authenticate"] = challenge
+	if r.ContentLength != 0 {
+		h["Connection"] = connectionClose
+	}
+	writeError(w, r, err)
 }

@@ -22,7 +22,8 @@ type config struct {
 	generatedKey bool     // keys holds one key made up at start
 	dataPath     string
 	pets         deprecation
-	maxConns     int // open connections at most, before the file limit lowers it
+	maxConns     int        // open connections at most, before the file limit lowers it
+	rateLimit    *rateLimit // a request budget per key; nil: no limit
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -35,6 +36,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var err error
 	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
 		return cfg, err
+	}
+	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
+		rl, err := parseRateLimit(v)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.rateLimit = &rl
 	}
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
 		return cfg, err
@@ -128,7 +136,7 @@ func checkKeys(source, unit string, raw []string) ([]string, error) {
 			continue
 		}
 		if !isBearerToken(k) {
-			return nil, fmt.Errorf("%s: %s %d has characters a bearer token cannot carry (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
+			return nil, fmt.Errorf("%s: %s %d has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
 		}
 		keys = append(keys, k)
 	}

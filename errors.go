@@ -24,6 +24,7 @@ const (
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeInternal             = "internal"
 	codeNotImplemented       = "not_implemented"
+	codeRateLimited          = "rate_limited"
 	codeRequestTimeout       = "request_timeout"
 )
 
@@ -42,6 +43,7 @@ var statusOf = map[string]int{
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeInternal:             http.StatusInternalServerError,
 	codeNotImplemented:       http.StatusNotImplemented,
+	codeRateLimited:          http.StatusTooManyRequests,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 }
 

@@ -48,7 +48,9 @@ func versionOf(path string) (fileVersion, error) {
 
 func newKeyRotation(ring *keyring, envKeys []string, path string, log *slog.Logger) *keyRotation {
 	kr := &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log}
-	kr.seen, _ = versionOf(path) // the file run read at start
+	if path != "" {
+		kr.seen, _ = versionOf(path) // the file run read at start
+	}
 	return kr
 }
 
@@ -70,7 +72,8 @@ func (kr *keyRotation) reload(why string) {
 }
 
 // run reloads on every signal on hup and whenever the file has changed,
-// looked at every poll, until ctx is done.
+// looked at every poll, until ctx is done. Without a key file a signal is
+// only logged.
 func (kr *keyRotation) run(ctx context.Context, hup <-chan os.Signal, poll time.Duration) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -79,8 +82,15 @@ func (kr *keyRotation) run(ctx context.Context, hup <-chan os.Signal, poll time.
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if kr.path == "" {
+				kr.log.Info("SIGHUP: no PETSTORE_API_KEYS_FILE to reload; the keys stay as they are")
+				continue
+			}
 			kr.reload("SIGHUP")
 		case <-tick.C:
+			if kr.path == "" {
+				continue
+			}
 			if v, err := versionOf(kr.path); err != nil || v != kr.seen {
 				if err == nil || kr.seen != (fileVersion{}) {
 					kr.reload("file changed")

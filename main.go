@@ -94,7 +94,8 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	defer sink.Close()
 	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
-	opts := storeOptions{log: log}
+	commits := newCommitMetrics()
+	opts := storeOptions{log: log, onCommit: commits.observe}
 	// An explicit GOMAXPROCS in the environment is left alone.
 	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
 		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
@@ -117,14 +118,22 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
 	conns := newConnLimiter(maxConns)
+	keys := newKeyring(cfg.keys)
+	var limits *limiter
+	if cfg.rateLimit != nil {
+		limits = newLimiter(*cfg.rateLimit, time.Now)
+		go limits.sweepEvery(ctx, limits.refillTime())
+	}
 	handler, _, err := newServer(deps{
-		store:  store,
-		keys:   newKeyring(cfg.keys),
-		log:    log,
-		access: sink,
-		now:    time.Now,
-		pets:   cfg.pets,
-		bodies: newBodyBudget(lim.bodyBudget, lim.readTimeout),
+		store:   store,
+		keys:    keys,
+		log:     log,
+		access:  sink,
+		now:     time.Now,
+		pets:    cfg.pets,
+		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
+		commits: commits,
+		limiter: limits,
 	})
 	if err != nil {
 		return err
@@ -143,11 +152,19 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns)
+	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
 	if cfg.generatedKey {
 		// Printed once, outside the JSON log, so that `go run .` just works.
 		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
+
+	// SIGHUP reloads the key file; without one it is only logged, never
+	// the end of the process that it is by default.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, log)
+	go rotation.run(ctx, hup, keyFilePoll)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(conns.listen(ln)) }()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"net/http"
@@ -27,14 +28,29 @@ type serviceMetrics struct {
 	patterns []string       // index → route label; the last is "unmatched"
 
 	requests  [][len(metricMethods)][statusSlots]atomic.Uint64 // route, method, status
-	durations []histogram                                     // one per route
+	durations []histogram                                      // one per route
 
-	commitSize     histogram // creates per group commit
-	commitDuration histogram // seconds per journal write+fsync or etcd txn
+	commits   *commitMetrics
+	store     Store     // for the number of categories
+	start     time.Time // of the process
+	buildInfo string    // the build_info sample's labels
+}
 
-	start      time.Time
-	buildInfo  string // the build_info sample's labels
-	categories func() int
+// commitMetrics are the store's: one observation per group commit. run
+// makes them before it opens the store, which reports to them.
+type commitMetrics struct {
+	size     histogram // creates per commit
+	duration histogram // seconds per journal write+fsync or etcd txn
+}
+
+func newCommitMetrics() *commitMetrics {
+	return &commitMetrics{size: newHistogram(batchBounds), duration: newHistogram(durationBounds)}
+}
+
+// observe counts one commit of n creates that took d.
+func (c *commitMetrics) observe(n int, d time.Duration) {
+	c.size.observe(float64(n))
+	c.duration.observe(d.Seconds())
 }
 
 // metricMethods are the method label values; any other method counts as
@@ -54,15 +70,17 @@ var (
 const unmatchedRoute = "unmatched"
 
 // newServiceMetrics lays out the counters for the route patterns of a
-// table (as ServeMux reports them in Request.Pattern). categories reports
-// the number of categories at scrape time.
-func newServiceMetrics(patterns []string, categories func() int) *serviceMetrics {
+// table (as ServeMux reports them in Request.Pattern). commits may be nil
+// (a store that reports none).
+func newServiceMetrics(patterns []string, commits *commitMetrics, store Store) *serviceMetrics {
+	if commits == nil {
+		commits = newCommitMetrics()
+	}
 	m := &serviceMetrics{
-		routes:         make(map[string]int, len(patterns)),
-		start:          time.Now(),
-		categories:     categories,
-		commitSize:     newHistogram(batchBounds),
-		commitDuration: newHistogram(durationBounds),
+		routes:  make(map[string]int, len(patterns)),
+		start:   processStart(),
+		commits: commits,
+		store:   store,
 	}
 	for _, p := range patterns {
 		if _, dup := m.routes[p]; !dup {
@@ -92,16 +110,10 @@ func (m *serviceMetrics) observeRequest(method, pattern string, status int, took
 		route = len(m.patterns) - 1
 	}
 	if status < 100 || status >= 100+statusSlots {
-		status = 500 // a handler that wrote a status net/http would refuse
+		status = 500 // a status net/http would refuse to write
 	}
 	m.requests[route][methodIndex(method)][status-100].Add(1)
 	m.durations[route].observe(took.Seconds())
-}
-
-// observeCommit counts one group commit of n creates that took d.
-func (m *serviceMetrics) observeCommit(n int, d time.Duration) {
-	m.commitSize.observe(float64(n))
-	m.commitDuration.observe(d.Seconds())
 }
 
 func methodIndex(method string) int {
@@ -172,12 +184,14 @@ func (m *serviceMetrics) writeTo(out io.Writer) {
 	for route, name := range m.patterns {
 		e.histogram("petstore_http_request_duration_seconds", `route="`+escapeLabel(name)+`"`, &m.durations[route])
 	}
-	e.family("petstore_categories", "gauge", "Categories in the store (as this instance sees it).")
-	e.sample("petstore_categories", "", float64(m.categories()))
+	if snap, err := m.store.List(context.Background()); err == nil {
+		e.family("petstore_categories", "gauge", "Categories in the store (as this instance sees it).")
+		e.sample("petstore_categories", "", float64(snap.Len()))
+	}
 	e.family("petstore_store_commit_batch_size", "histogram", "Creates made durable together by one journal write+fsync or one etcd txn.")
-	e.histogram("petstore_store_commit_batch_size", "", &m.commitSize)
+	e.histogram("petstore_store_commit_batch_size", "", &m.commits.size)
 	e.family("petstore_store_commit_duration_seconds", "histogram", "Time of one journal write+fsync or one etcd txn.")
-	e.histogram("petstore_store_commit_duration_seconds", "", &m.commitDuration)
+	e.histogram("petstore_store_commit_duration_seconds", "", &m.commits.duration)
 	e.family("petstore_build_info", "gauge", "Always 1; the labels say which build is running.")
 	e.sample("petstore_build_info", m.buildInfo, 1)
 
@@ -222,10 +236,43 @@ func writeGoMetrics(e *exposition) {
 	e.sample("go_info", `version="`+escapeLabel(runtime.Version())+`"`, 1)
 }
 
+// processStart returns when the process started, from /proc as the
+// Prometheus client reads it (the boot time plus the process's start in
+// clock ticks), or now where /proc does not tell.
+func processStart() time.Time {
+	stat, err1 := os.ReadFile("/proc/self/stat")
+	boot, err2 := os.ReadFile("/proc/stat")
+	if err1 != nil || err2 != nil {
+		return time.Now()
+	}
+	var btime float64
+	for line := range strings.Lines(string(boot)) {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			btime, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || btime == 0 {
+		return time.Now()
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return time.Now()
+	}
+	ticks, err := strconv.ParseFloat(f[19], 64) // field 22: starttime
+	if err != nil {
+		return time.Now()
+	}
+	return time.Unix(0, int64((btime+ticks/clockTicks)*1e9))
+}
+
+// clockTicks is USER_HZ, the unit of /proc's times: 100 on every Linux
+// platform Go supports.
+const clockTicks = 100
+
 // writeProcessMetrics reads /proc/self as the Prometheus client does. On a
 // system without /proc only the start time is written.
 func writeProcessMetrics(e *exposition, start time.Time) {
-	const clockTicks = 100 // USER_HZ: 100 on every Linux platform Go supports
 	if stat, err := os.ReadFile("/proc/self/stat"); err == nil {
 		// Fields after the command, which is in parentheses and may hold
 		// spaces: state is field 3, utime 14, stime 15, vsize 23, rss 24.

@@ -21,9 +21,11 @@ import (
 // ResponseWriter in between.
 type requestFacts struct {
 	id     string
-	status int   // 0 until the answer's header is written
-	bytes  int64 // of the answer's body
-	err    error // what writeError answered, or a panic
+	status int       // 0 until the answer's header is written
+	bytes  int64     // of the answer's body
+	err    error     // what writeError answered, or a panic
+	key    keyDigest // of the API key requireKey accepted
+	keyed  bool      // requireKey accepted a key
 }
 
 // factsKey is the context key of a request's *requestFacts.
@@ -93,7 +95,7 @@ type requestState struct {
 //
 // Lines go to access, except those of answers with status 500 and above,
 // which go through log: access may be buffered (see logSink), errors are not.
-func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Handler {
+func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, next http.Handler) http.Handler {
 	var prefix [6]byte
 	rand.Read(prefix[:])
 	idPrefix := hex.EncodeToString(prefix[:]) + "-"
@@ -114,6 +116,11 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 		r = r.WithContext(&st.ctx)
 		next.ServeHTTP(&st.rec, r)
 
+		if facts.status == 0 { // nothing written: net/http answers 200
+			facts.status = http.StatusOK
+		}
+		took := time.Since(start)
+		metrics.observeRequest(r.Method, r.Pattern, facts.status, took)
 		line := accessLine{
 			time:      start, // when the request arrived; the duration says how long it took
 			method:    r.Method,
@@ -121,8 +128,13 @@ func logRequests(access *accessLog, log *slog.Logger, next http.Handler) http.Ha
 			path:      r.URL.Path,
 			status:    facts.status,
 			bytes:     facts.bytes,
-			duration:  float64(time.Since(start).Microseconds()) / 1000,
+			duration:  float64(took.Microseconds()) / 1000,
 			requestID: id,
+		}
+		var fingerprint [8]byte
+		if facts.keyed {
+			hex.Encode(fingerprint[:], facts.key[:4])
+			line.key = fingerprint[:]
 		}
 		if facts.err != nil {
 			line.err = logErrorText(facts.err)

@@ -169,7 +169,7 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 	responses := maps.Clone(own)
 	implied := []string{"405", "500"}
 	if !rt.public {
-		implied = append(implied, "401")
+		implied = append(implied, "401", "429")
 	}
 	if rt.deprecation != nil {
 		implied = append(implied, "410")
@@ -204,6 +204,13 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 		}
 		if status != "405" { // a 405 answers for the path, not for this operation
 			maps.Copy(headers, deprecationHeaders)
+		}
+		if !rt.public && status != "401" && status != "405" { // answers past the key check
+			headers["RateLimit-Policy"] = ref("#/components/headers/RateLimit-Policy")
+			headers["RateLimit"] = ref("#/components/headers/RateLimit")
+		}
+		if status == "429" {
+			headers["Retry-After"] = ref("#/components/headers/Retry-After")
 		}
 		resp["headers"] = headers
 		if code, _ := strconv.Atoi(status); code >= 400 && resp["content"] == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -139,6 +140,32 @@ func (l *limiter) sweep() int {
 		return true
 	})
 	return left
+}
+
+// sweepEvery sweeps every interval (at least a second) until ctx is done.
+func (l *limiter) sweepEvery(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(max(interval, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			l.sweep()
+		}
+	}
+}
+
+// rateLimitText describes a limit for the log: "off", or as configured.
+func rateLimitText(rl *rateLimit) string {
+	if rl == nil {
+		return "off"
+	}
+	unit := "s"
+	if rl.window == time.Minute {
+		unit = "m"
+	}
+	return fmt.Sprintf("%d/%s,burst=%d", rl.quota, unit, rl.burst)
 }
 
 // refillTime is how long an empty bucket takes to fill up.

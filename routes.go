@@ -39,6 +39,11 @@ type deps struct {
 	now    func() time.Time
 	pets   deprecation // of GET /v1/pets/{petId}
 	bodies *bodyBudget // bounds the memory of request bodies; nil: no bound
+
+	commits *commitMetrics // the store reports its commits here; nil: none
+	limiter *limiter       // a request budget per key; nil: no limit
+
+	metrics *serviceMetrics // made by newServer
 }
 
 // routes lists the whole API. doc is the OpenAPI document served at
@@ -52,6 +57,7 @@ func routes(d deps, doc []byte) []route {
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
+		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics)},
 	}
 }
 
@@ -61,10 +67,18 @@ func routes(d deps, doc []byte) []route {
 func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
-	doc, err := buildOpenAPI(routes(d, nil))
+	described := routes(d, nil)
+	doc, err := buildOpenAPI(described)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
 	}
+	// Metrics count by route pattern, so their series are laid out now,
+	// one per pattern the mux can report.
+	var patterns []string
+	for _, rt := range append(described, extra...) {
+		patterns = append(patterns, rt.method+" "+rt.path)
+	}
+	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
 	table := append(routes(d, doc), extra...)
 	return newHandler(table, d), doc, nil
 }
@@ -96,7 +110,7 @@ func newHandler(table []route, d deps) http.Handler {
 			h = sunsetGate(*rt.deprecation, d.now, h)
 		}
 		if !rt.public {
-			h = requireKey(d.keys, h)
+			h = requireKey(d.keys, d.limiter, h)
 		}
 		if rt.deprecation != nil {
 			h = deprecationHeaders(*rt.deprecation, h)
@@ -115,7 +129,7 @@ func newHandler(table []route, d deps) http.Handler {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", truncate(r.URL.Path, 200)))
 	}))
-	return logRequests(newAccessLog(d.access), d.log, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
+	return logRequests(newAccessLog(d.access), d.log, d.metrics, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 }
 
 func methodNotAllowed(methods []string) http.Handler {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 )
 
 // Store is what the handlers need of the place categories are kept. Two
@@ -39,6 +40,9 @@ type storeOptions struct {
 	// onBatch, when set, is called before each group commit with the number
 	// of creates it holds (see procsBoost).
 	onBatch func(n int)
+	// onCommit, when set, is told of each commit that made creates
+	// durable: how many, and how long the write took (see commitMetrics).
+	onCommit func(n int, took time.Duration)
 	// syncDir fsyncs a directory; nil is the real one (tests watch it).
 	syncDir func(dir string) error
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // journalStore keeps categories in a journal file (see journal.go) and in
@@ -18,6 +19,8 @@ type journalStore struct {
 	// failed holds the error that stopped the journal, once a write could
 	// not be undone; from then on creates fail until a restart.
 	failed atomic.Pointer[error]
+
+	onCommit func(n int, took time.Duration) // see storeOptions
 
 	// Scratch space of the writer goroutine.
 	seen    map[string]struct{}
@@ -38,7 +41,7 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 		j.close()
 		return nil, err
 	}
-	s := &journalStore{idx: idx, j: j, seen: make(map[string]struct{})}
+	s := &journalStore{idx: idx, j: j, seen: make(map[string]struct{}), onCommit: opts.onCommit}
 	s.w = newGroupWriter(maxBatch, s.commit, opts.onBatch)
 	return s, nil
 }
@@ -67,6 +70,7 @@ func (s *journalStore) commit(batch []*createRequest) {
 	if accepted == 0 {
 		return
 	}
+	start := time.Now()
 	if err := s.j.append(s.records); err != nil {
 		if s.j.broken {
 			failure := fmt.Errorf("journal unusable after a failed write, restart the service: %w", err)
@@ -74,6 +78,9 @@ func (s *journalStore) commit(batch []*createRequest) {
 		}
 		failBatch(batch, err)
 		return
+	}
+	if s.onCommit != nil {
+		s.onCommit(accepted, time.Since(start))
 	}
 	applyBatch(s.idx, batch)
 }

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// withLimiter limits requests per key with l.
+func withLimiter(l *limiter) testOption {
+	return func(d *deps, _ *[]route) { d.limiter = l }
+}
+
+// scrape takes GET /metrics with the test key and returns its body.
+func scrape(t *testing.T, env *testEnv) string {
+	t.Helper()
+	rec := env.do(t, request{method: "GET", path: "/metrics", header: map[string]string{"Authorization": "Bearer " + testKey}})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: got %d, want 200; body %s", rec.Code, rec.Body)
+	}
+	if got, want := rec.Header().Get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8"; got != want {
+		t.Errorf("Content-Type: got %q, want %q", got, want)
+	}
+	return rec.Body.String()
+}
+
+// samples parses the text format into "name{labels}" → value, checking
+// that every sample line parses and that every family has HELP and TYPE
+// before its samples.
+func samples(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	typed := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			typed[strings.Fields(rest)[0]] = true
+			continue
+		}
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("sample line without a value: %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		name := line[:i]
+		family, _, _ := strings.Cut(name, "{")
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(family, "_bucket"), "_sum"), "_count")
+		if !typed[family] && !typed[base] {
+			t.Errorf("sample %q comes before its family's TYPE line", name)
+		}
+		if _, dup := out[name]; dup {
+			t.Errorf("sample %q appears twice", name)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// trafficOfEveryStatus sends requests that answer every status the service
+// gives, and returns how many it sent of each "method route code".
+func trafficOfEveryStatus(t *testing.T, env *testEnv) map[string]int {
+	t.Helper()
+	sent := map[string]int{}
+	send := func(method, path, route, body string, header map[string]string, want int) {
+		t.Helper()
+		rec := env.do(t, request{method: method, path: path, body: body, header: header})
+		if rec.Code != want {
+			t.Fatalf("%s %s: got %d, want %d; body %s", method, path, rec.Code, want, rec.Body)
+		}
+		sent[method+" "+route+" "+strconv.Itoa(want)]++
+	}
+	key := map[string]string{"Authorization": "Bearer " + testKey}
+	send("POST", "/v1/categories", "POST /v1/categories", `{"name":"dog"}`, nil, 201)
+	send("GET", "/v1/categories", "GET /v1/categories", "", key, 200)
+	send("HEAD", "/v1/categories", "GET /v1/categories", "", key, 200)
+	etag := env.do(t, request{method: "GET", path: "/v1/categories", header: key}).Header().Get("ETag")
+	sent["GET GET /v1/categories 200"]++
+	send("GET", "/v1/categories", "GET /v1/categories", "", map[string]string{"Authorization": "Bearer " + testKey, "If-None-Match": etag}, 304)
+	send("POST", "/v1/categories", "POST /v1/categories", `{"name":1}`, nil, 400)
+	send("POST", "/v1/categories", "POST /v1/categories", `{"name":"dog"}`, nil, 409)
+	send("POST", "/v1/categories", "POST /v1/categories", `{"name":"x"}`, map[string]string{"Authorization": "Bearer " + testKey, "Content-Type": "text/plain"}, 415)
+	send("POST", "/v1/categories", "POST /v1/categories", `{"name":"`+strings.Repeat("x", maxBodyBytes)+`"}`, nil, 413)
+	send("GET", "/v1/categories", "GET /v1/categories", "", map[string]string{}, 401)
+	send("GET", "/v1/categories/999", "GET /v1/categories/{id}", "", key, 404)
+	send("GET", "/no/such/path", "unmatched", "", key, 404)
+	send("DELETE", "/v1/categories", "unmatched", "", key, 405)
+	send("BREW", "/v1/categories", "unmatched", "", key, 405)
+	send("GET", "/v1/store/orders", "GET /v1/store/orders", "", key, 501)
+	send("GET", "/v1/test-panic", "GET /v1/test-panic", "", key, 500)
+	send("GET", "/v1/pets/1", "GET /v1/pets/{petId}", "", key, 410)
+	send("GET", "/healthz", "GET /healthz", "", map[string]string{}, 200)
+	return sent
+}
+
+// newMetricsEnv is a service with a panic route, a sunset past and a limit
+// a test can spend: every status can be reached through it.
+func newMetricsEnv(t *testing.T) *testEnv {
+	clock := newTestClock()
+	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("metrics test") })
+	return newTestEnv(t, withNow(afterPetsSunset), withLimiter(newLimiter(rateLimit{quota: 1000, window: time.Second, burst: 1000}, clock.now)),
+		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking}))
+}
+
+// promtool's own check accepts the exposition after traffic of every
+// status (decisions.md, "Operations"). Without promtool the test skips
+// loudly, unless PETSTORE_TEST_REQUIRE_PROMTOOL is set (CI sets it).
+func TestMetricsPassPromtool(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_PROMTOOL") != "" {
+			t.Fatalf("promtool is not installed and PETSTORE_TEST_REQUIRE_PROMTOOL is set (apt-get install prometheus)")
+		}
+		t.Skip("SKIPPED LOUDLY: promtool is not installed (apt-get install prometheus); the exposition was NOT checked by Prometheus's own tool")
+	}
+	env := newMetricsEnv(t)
+	trafficOfEveryStatus(t, env)
+	body := scrape(t, env)
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Fatalf("promtool check metrics: %v\n%s\nexposition:\n%s", err, out, body)
+	}
+	for _, family := range []string{
+		"petstore_http_requests_total", "petstore_http_request_duration_seconds_bucket", "petstore_categories",
+		"petstore_store_commit_batch_size_bucket", "petstore_store_commit_duration_seconds_bucket", "petstore_build_info",
+		"go_goroutines", "go_threads", "go_info", "process_resident_memory_bytes", "process_start_time_seconds",
+		"process_cpu_seconds_total", "process_open_fds", "process_max_fds",
+	} {
+		if !strings.Contains(body, "\n"+family) {
+			t.Errorf("no %s in the exposition", family)
+		}
+	}
+}
+
+// Two scrapes: the request counters moved by exactly the requests made in
+// between (the first scrape included, which counts once it is answered),
+// and the histograms by as many observations.
+func TestMetricsCountExactly(t *testing.T) {
+	t.Parallel()
+	env := newMetricsEnv(t)
+	before := samples(t, scrape(t, env))
+	sent := trafficOfEveryStatus(t, env)
+	sent["GET GET /metrics 200"]++ // the first scrape
+	after := samples(t, scrape(t, env))
+
+	moved := map[string]int{}
+	total := 0
+	for name, v := range after {
+		if !strings.HasPrefix(name, "petstore_http_requests_total{") {
+			continue
+		}
+		if d := v - before[name]; d != 0 {
+			labels := parseLabels(t, name)
+			moved[labels["method"]+" "+labels["route"]+" "+labels["code"]] += int(d)
+			total += int(d)
+		}
+	}
+	for k, n := range sent {
+		method, rest, _ := strings.Cut(k, " ")
+		if method == "BREW" {
+			k = "OTHER " + rest // invented methods share one label value
+		}
+		if moved[k] != n {
+			t.Errorf("petstore_http_requests_total %s: moved by %d, want %d", k, moved[k], n)
+		}
+		delete(moved, k)
+	}
+	for k, n := range moved {
+		t.Errorf("petstore_http_requests_total %s: moved by %d, but no such request was made", k, n)
+	}
+	count := func(m map[string]float64) (n float64) {
+		for name, v := range m {
+			if strings.HasPrefix(name, "petstore_http_request_duration_seconds_count{") {
+				n += v
+			}
+		}
+		return n
+	}
+	if d := count(after) - count(before); int(d) != total {
+		t.Errorf("duration observations moved by %v, want %d", d, total)
+	}
+	if got := after["petstore_categories"]; got != 1 {
+		t.Errorf("petstore_categories: got %v, want 1", got)
+	}
+	// Histograms are cumulative, and their count is the +Inf bucket.
+	for name, v := range after {
+		if le, ok := strings.CutSuffix(name, `,le="+Inf"}`); ok {
+			family, labels, _ := strings.Cut(le, "{")
+			countName := strings.TrimSuffix(family, "_bucket") + "_count{" + labels + "}"
+			if after[countName] != v {
+				t.Errorf("%s: %v, but the +Inf bucket is %v", countName, after[countName], v)
+			}
+		}
+	}
+}
+
+// parseLabels reads the labels of a sample name such as
+// x{method="GET",route="GET /v1/categories",code="200"}.
+func parseLabels(t *testing.T, name string) map[string]string {
+	t.Helper()
+	_, rest, _ := strings.Cut(name, "{")
+	rest = strings.TrimSuffix(rest, "}")
+	labels := map[string]string{}
+	for rest != "" {
+		k, v, ok := strings.Cut(rest, `="`)
+		if !ok {
+			t.Fatalf("labels of %q", name)
+		}
+		end := strings.Index(v, `"`)
+		labels[k] = v[:end]
+		rest = strings.TrimPrefix(v[end+1:], ",")
+	}
+	return labels
+}
+
+// A journal's commits are counted: one per write+fsync, with its size.
+func TestMetricsCountCommits(t *testing.T) {
+	t.Parallel()
+	commits := newCommitMetrics()
+	s := openTestStore(t, t.TempDir()+"/cats.jsonl", func(o *storeOptions) { o.onCommit = commits.observe })
+	env := newTestEnv(t, withStore(s), func(d *deps, _ *[]route) { d.commits = commits })
+	env.mustCreate(t, "dog")
+	env.mustCreate(t, "cat")
+	env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"DOG"}`}) // 409: nothing written
+	got := samples(t, scrape(t, env))
+	if n := got["petstore_store_commit_batch_size_count"]; n != 2 {
+		t.Errorf("commits: got %v, want 2", n)
+	}
+	if sum := got["petstore_store_commit_batch_size_sum"]; sum != 2 {
+		t.Errorf("creates committed: got %v, want 2", sum)
+	}
+	if sum := got["petstore_store_commit_duration_seconds_sum"]; !(sum > 0) || math.IsInf(sum, 0) {
+		t.Errorf("commit time: got %v, want a positive number of seconds", sum)
+	}
+}
+
+// The metrics need a key, like every operation but the document and the
+// health check.
+func TestMetricsNeedAKey(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	mustError(t, env.do(t, request{method: "GET", path: "/metrics", header: map[string]string{}}), http.StatusUnauthorized, codeUnauthorized)
+}
+
+// The access line names the accepted key by its fingerprint, never the key;
+// a refused request has none.
+func TestAccessLogKeyFingerprint(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "fp-accepted"}})
+	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer wrong-key", "X-Request-Id": "fp-refused"}})
+	sum := sha256.Sum256([]byte(testKey))
+	want := hex.EncodeToString(sum[:4])
+	lines := parseLogLines(t, env.logs.lines())
+	if l := findLog(lines, "request", map[string]any{"request_id": "fp-accepted"}); l == nil || l["key"] != want {
+		t.Errorf("accepted request's line: key %v, want %s", l["key"], want)
+	}
+	if l := findLog(lines, "request", map[string]any{"request_id": "fp-refused"}); l == nil || l["key"] != nil {
+		t.Errorf("refused request's line: key %v, want none", l["key"])
+	}
+	if strings.Contains(env.logs.String(), testKey) {
+		t.Errorf("a key is in the log")
+	}
+}
+
+// README's Prometheus scrape configuration is one Prometheus accepts:
+// promtool check config, with the key file it names beside it.
+func TestREADMEScrapeConfig(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_PROMTOOL") != "" {
+			t.Fatalf("promtool is not installed and PETSTORE_TEST_REQUIRE_PROMTOOL is set (apt-get install prometheus)")
+		}
+		t.Skip("SKIPPED LOUDLY: promtool is not installed (apt-get install prometheus); README's scrape configuration was NOT checked")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\nscrape_configs:")
+	if !ok {
+		t.Fatalf("README has no yaml block with scrape_configs")
+	}
+	config, _, _ := strings.Cut(rest, "```")
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/prometheus.yml", []byte("scrape_configs:"+config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/petstore.key", []byte(testKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "check", "config", dir+"/prometheus.yml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+}
