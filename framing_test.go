@@ -207,3 +207,26 @@ func TestBodyReadErrorsAreTheClients(t *testing.T) {
 	}
 	observeAccessLog([]byte(svc.stderr.String()))
 }
+
+// A request refused for its key is answered at once, even while its body is
+// still on the way: net/http would read the body first to keep the
+// connection, so the connection is closed instead.
+func TestUnauthorizedDoesNotWaitForTheBody(t *testing.T) {
+	t.Parallel()
+	svc := startRun(t, baseEnv(memoryPath))
+	conn, err := net.DialTimeout("tcp", svc.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second)) // far less than the 30 s read timeout
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body is pending: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+		t.Errorf("got %d (close %v), want 401 with Connection: close", resp.StatusCode, resp.Close)
+	}
+}
