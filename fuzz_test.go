@@ -370,112 +370,115 @@ func FuzzCreateCategory(f *testing.F) {
 	}
 	store := &freshStore{}
 	env := newTestEnv(f, withStore(store), withLogTo(io.Discard))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		// An empty store per input: the answer depends on the input alone,
-		// so any failure reproduces from its corpus file. Inputs of one
-		// worker run one at a time.
-		store.Store = newMemoryStore()
-		want := judgeCreateBody(body)
-		rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
+	f.Fuzz(func(t *testing.T, body []byte) { checkCreateBody(t, env, store, body) })
+}
 
-		if rec.Code != http.StatusCreated {
-			eb, ok := checkErrorAnswer(t, rec)
-			if want.status == http.StatusCreated {
-				t.Fatalf("got %d %s, want 201 {name %q}", rec.Code, rec.Body, want.name)
-			}
-			if !ok {
-				return
-			}
-			if rec.Code != want.status {
-				t.Errorf("status: got %d, want %d", rec.Code, want.status)
-			}
-			if !want.codes[eb.Code] {
-				t.Errorf("code: got %q, want one of %v; message %q", eb.Code, want.codes, eb.Message)
-			}
-			for _, word := range want.mentions {
-				if !strings.Contains(eb.Message, word) {
-					t.Errorf("message %q does not name %q", eb.Message, word)
-				}
-			}
-			if n := rec.Body.Len(); n > maxErrorText {
-				t.Errorf("error body has %d bytes, want at most %d", n, maxErrorText)
-			}
-			if n := snapshotOf(t, env.store).Len(); n != 0 {
-				t.Errorf("store holds %d categories after a refused create, want 0", n)
-			}
+// checkCreateBody is one input of FuzzCreateCategory.
+func checkCreateBody(t *testing.T, env *testEnv, store *freshStore, body []byte) {
+	// An empty store per input: the answer depends on the input alone,
+	// so any failure reproduces from its corpus file. Inputs of one
+	// worker run one at a time.
+	store.Store = newMemoryStore()
+	want := judgeCreateBody(body)
+	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
+
+	if rec.Code != http.StatusCreated {
+		eb, ok := checkErrorAnswer(t, rec)
+		if want.status == http.StatusCreated {
+			t.Fatalf("got %d %s, want 201 {name %q}", rec.Code, rec.Body, want.name)
+		}
+		if !ok {
 			return
 		}
+		if rec.Code != want.status {
+			t.Errorf("status: got %d, want %d", rec.Code, want.status)
+		}
+		if !want.codes[eb.Code] {
+			t.Errorf("code: got %q, want one of %v; message %q", eb.Code, want.codes, eb.Message)
+		}
+		for _, word := range want.mentions {
+			if !strings.Contains(eb.Message, word) {
+				t.Errorf("message %q does not name %q", eb.Message, word)
+			}
+		}
+		if n := rec.Body.Len(); n > maxErrorText {
+			t.Errorf("error body has %d bytes, want at most %d", n, maxErrorText)
+		}
+		if n := snapshotOf(t, env.store).Len(); n != 0 {
+			t.Errorf("store holds %d categories after a refused create, want 0", n)
+		}
+		return
+	}
 
-		// 201.
-		if want.status != http.StatusCreated {
-			t.Fatalf("got 201 %s, want %d (one of %v): the body is not a valid create", rec.Body, want.status, want.codes)
-		}
-		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-			t.Errorf("Content-Type: got %q, want application/json", ct)
-		}
-		if got := rec.Header().Get("Location"); got != "/v1/categories/1" {
-			t.Errorf("Location: got %q, want /v1/categories/1", got)
-		}
-		created := bytes.Clone(rec.Body.Bytes())
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal(created, &members); err != nil || !utf8.Valid(created) {
-			t.Fatalf("201 body is not a UTF-8 JSON object (%v): %q", err, created)
-		}
-		wantMembers := 2
-		if want.desc != nil {
-			wantMembers = 3
-		}
-		if len(members) != wantMembers {
-			t.Errorf("201 body has %d members, want %d: %s", len(members), wantMembers, created)
-		}
-		var c categoryBody
-		if err := json.Unmarshal(created, &c); err != nil {
-			t.Fatalf("201 body is not a Category: %v; %s", err, created)
-		}
-		if c.ID != 1 {
-			t.Errorf("id: got %d, want 1", c.ID)
-		}
-		if c.Name != want.name {
-			t.Errorf("name: got %q, want %q", c.Name, want.name)
-		}
-		switch {
-		case want.desc == nil && c.Description != nil:
-			t.Errorf("description: got %q, want it absent", *c.Description)
-		case want.desc != nil && (c.Description == nil || *c.Description != *want.desc):
-			t.Errorf("description: got %v, want %q", c.Description, *want.desc)
-		}
-		// What is served later is what the create answered, as encoding/json
-		// would write it.
-		if again := env.do(t, request{method: "GET", path: "/v1/categories/1"}); again.Code != http.StatusOK || !bytes.Equal(again.Body.Bytes(), created) {
-			t.Errorf("GET /v1/categories/1: got %d %s, want 200 %s", again.Code, again.Body, created)
-		}
-		if list := env.do(t, request{method: "GET", path: "/v1/categories"}); list.Body.String() != "["+string(created)+"]" {
-			t.Errorf("list: got %s, want [%s]", list.Body, created)
-		}
-		if nameJSON, _ := json.Marshal(want.name); !bytes.Contains(created, append([]byte(`"name":`), nameJSON...)) {
-			t.Errorf("201 body %s does not encode the name as encoding/json does: %s", created, nameJSON)
-		}
+	// 201.
+	if want.status != http.StatusCreated {
+		t.Fatalf("got 201 %s, want %d (one of %v): the body is not a valid create", rec.Body, want.status, want.codes)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+	if got := rec.Header().Get("Location"); got != "/v1/categories/1" {
+		t.Errorf("Location: got %q, want /v1/categories/1", got)
+	}
+	created := bytes.Clone(rec.Body.Bytes())
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(created, &members); err != nil || !utf8.Valid(created) {
+		t.Fatalf("201 body is not a UTF-8 JSON object (%v): %q", err, created)
+	}
+	wantMembers := 2
+	if want.desc != nil {
+		wantMembers = 3
+	}
+	if len(members) != wantMembers {
+		t.Errorf("201 body has %d members, want %d: %s", len(members), wantMembers, created)
+	}
+	var c categoryBody
+	if err := json.Unmarshal(created, &c); err != nil {
+		t.Fatalf("201 body is not a Category: %v; %s", err, created)
+	}
+	if c.ID != 1 {
+		t.Errorf("id: got %d, want 1", c.ID)
+	}
+	if c.Name != want.name {
+		t.Errorf("name: got %q, want %q", c.Name, want.name)
+	}
+	switch {
+	case want.desc == nil && c.Description != nil:
+		t.Errorf("description: got %q, want it absent", *c.Description)
+	case want.desc != nil && (c.Description == nil || *c.Description != *want.desc):
+		t.Errorf("description: got %v, want %q", c.Description, *want.desc)
+	}
+	// What is served later is what the create answered, as encoding/json
+	// would write it.
+	if again := env.do(t, request{method: "GET", path: "/v1/categories/1"}); again.Code != http.StatusOK || !bytes.Equal(again.Body.Bytes(), created) {
+		t.Errorf("GET /v1/categories/1: got %d %s, want 200 %s", again.Code, again.Body, created)
+	}
+	if list := env.do(t, request{method: "GET", path: "/v1/categories"}); list.Body.String() != "["+string(created)+"]" {
+		t.Errorf("list: got %s, want [%s]", list.Body, created)
+	}
+	if nameJSON, _ := json.Marshal(want.name); !bytes.Contains(created, append([]byte(`"name":`), nameJSON...)) {
+		t.Errorf("201 body %s does not encode the name as encoding/json does: %s", created, nameJSON)
+	}
 
-		// The same name again, and in other cases, is a conflict whenever
-		// strings.EqualFold says the names are equal.
-		for _, other := range []string{want.name, strings.ToUpper(want.name), strings.ToLower(want.name), " " + want.name + " "} {
-			if !strings.EqualFold(strings.TrimSpace(other), want.name) {
-				continue
-			}
-			dupBody, _ := json.Marshal(map[string]string{"name": other})
-			dup := env.do(t, request{method: "POST", path: "/v1/categories", body: string(dupBody)})
-			if dup.Code != http.StatusConflict {
-				t.Errorf("create %s after creating %q: got %d %s, want 409", dupBody, want.name, dup.Code, dup.Body)
-				continue
-			}
-			if eb, ok := checkErrorAnswer(t, dup); ok && eb.Code != codeConflict {
-				t.Errorf("create %s: code: got %q, want conflict", dupBody, eb.Code)
-			}
+	// The same name again, and in other cases, is a conflict whenever
+	// strings.EqualFold says the names are equal.
+	for _, other := range []string{want.name, strings.ToUpper(want.name), strings.ToLower(want.name), " " + want.name + " "} {
+		if !strings.EqualFold(strings.TrimSpace(other), want.name) {
+			continue
 		}
-		if n := snapshotOf(t, env.store).Len(); n != 1 {
-			t.Errorf("store holds %d categories, want 1", n)
+		dupBody, _ := json.Marshal(map[string]string{"name": other})
+		dup := env.do(t, request{method: "POST", path: "/v1/categories", body: string(dupBody)})
+		if dup.Code != http.StatusConflict {
+			t.Errorf("create %s after creating %q: got %d %s, want 409", dupBody, want.name, dup.Code, dup.Body)
+			continue
 		}
-	})
+		if eb, ok := checkErrorAnswer(t, dup); ok && eb.Code != codeConflict {
+			t.Errorf("create %s: code: got %q, want conflict", dupBody, eb.Code)
+		}
+	}
+	if n := snapshotOf(t, env.store).Len(); n != 1 {
+		t.Errorf("store holds %d categories, want 1", n)
+	}
 }
 
 func FuzzAppendJSONString(f *testing.F) {
