@@ -1,0 +1,219 @@
+package main
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Safe retries (decisions.md, "Safe retries"; draft-ietf-httpapi-
+// idempotency-key-header-07): a create sent with an Idempotency-Key that
+// answered 201 is answered again, the same, when retried with the same key
+// and request; the key is stored with the category, in the same durable
+// write, and expires PETSTORE_IDEMPOTENCY_TTL after the create.
+
+// maxIdempotencyKey bounds a key's length, in characters (printable ASCII).
+const maxIdempotencyKey = 255
+
+// defaultIdempotencyTTL is how long a key is kept after its create.
+const defaultIdempotencyTTL = 24 * time.Hour
+
+var errBadIdempotencyKey = apiErrorf(codeInvalidParameter,
+	`Idempotency-Key must be 1 to %d printable ASCII characters, sent once, as a structured-field string ("…") or a token`, maxIdempotencyKey)
+
+// parseIdempotencyKey reads the Idempotency-Key header: absent gives "",
+// a structured-field string (RFC 9651 section 3.3.3) or a bare token
+// (section 3.3.4) gives its characters, anything else an error.
+func parseIdempotencyKey(h http.Header) (string, error) {
+	values := h["Idempotency-Key"]
+	switch len(values) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", errBadIdempotencyKey // two keys: which one would be meant?
+	}
+	v := strings.Trim(values[0], " \t")
+	var key string
+	if strings.HasPrefix(v, `"`) {
+		var ok bool
+		if key, ok = parseSFString(v); !ok {
+			return "", errBadIdempotencyKey
+		}
+	} else {
+		if !isSFToken(v) {
+			return "", errBadIdempotencyKey
+		}
+		key = v
+	}
+	if key == "" || len(key) > maxIdempotencyKey {
+		return "", errBadIdempotencyKey
+	}
+	return key, nil
+}
+
+// parseSFString parses a structured-field string: printable ASCII between
+// double quotes, with \" and \\ the only escapes, and nothing after it.
+func parseSFString(v string) (string, bool) {
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\':
+			i++
+			if i == len(v) || v[i] != '"' && v[i] != '\\' {
+				return "", false
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			return b.String(), i == len(v)-1
+		case c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false // no closing quote
+}
+
+// isSFToken reports whether v is a structured-field token: a letter or "*",
+// then tchar, ":" or "/".
+func isSFToken(v string) bool {
+	if v == "" || !(isAlpha(v[0]) || v[0] == '*') {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		if !(isAlpha(c) || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// idempotencyKey is a key as a store keeps it: scoped to the API key that
+// sent it, and with the fingerprint of the request it came with.
+type idempotencyKey struct {
+	scope   string   // fingerprint of the API key (8 hex digits)
+	key     string   // as the client sent it
+	request [32]byte // SHA-256 of the validated request
+}
+
+// requestFingerprint identifies a create by what it asks for once
+// validated: the trimmed name and the description, if any.
+func requestFingerprint(nc NewCategory) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(nc.Name))
+	if nc.HasDescription {
+		h.Write([]byte{0})
+		h.Write([]byte(nc.Description))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// idempotencyTable is the keys a store knows, in memory: those in flight
+// and those whose create answered 201 and have not expired. It is safe for
+// concurrent use.
+type idempotencyTable struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[idempotencyScope]*idempotencyEntry
+}
+
+// idempotencyScope is a key within the API key that sent it.
+type idempotencyScope struct {
+	scope, key string
+}
+
+type idempotencyEntry struct {
+	request  [32]byte
+	id       int64 // 0 while in flight
+	expires  int64 // Unix nanoseconds; 0 while in flight
+	inFlight bool
+}
+
+func newIdempotencyTable(ttl time.Duration, now func() time.Time) *idempotencyTable {
+	if now == nil {
+		now = time.Now
+	}
+	return &idempotencyTable{ttl: ttl, now: now, entries: make(map[idempotencyScope]*idempotencyEntry)}
+}
+
+// claimOutcome is what claim found.
+type claimOutcome int
+
+const (
+	claimNew      claimOutcome = iota // the key is new: this create goes ahead
+	claimReplay                       // done before with the same request: the id is its category's
+	claimReused                       // done before with another request
+	claimInFlight                     // a create with the key is under way
+)
+
+// claim looks up k: a new key is marked in flight, to be settled by done or
+// release.
+func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := idempotencyScope{k.scope, k.key}
+	e, ok := t.entries[s]
+	if ok && !e.inFlight && e.expires <= t.now().UnixNano() {
+		ok = false // expired: as if never seen
+	}
+	switch {
+	case !ok:
+		t.entries[s] = &idempotencyEntry{request: k.request, inFlight: true}
+		return claimNew, 0
+	case e.inFlight:
+		return claimInFlight, 0
+	case e.request != k.request:
+		return claimReused, 0
+	default:
+		return claimReplay, e.id
+	}
+}
+
+// done records that the create that claimed k made category id at created.
+func (t *idempotencyTable) done(k idempotencyKey, id int64, created time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.entries[idempotencyScope{k.scope, k.key}] = &idempotencyEntry{request: k.request, id: id, expires: created.Add(t.ttl).UnixNano()}
+}
+
+// release forgets a claim whose create did not answer 201: a retry is
+// processed afresh.
+func (t *idempotencyTable) release(k idempotencyKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := idempotencyScope{k.scope, k.key}
+	if e := t.entries[s]; e != nil && e.inFlight {
+		delete(t.entries, s)
+	}
+}
+
+// load adds a key found in the journal, unless it has expired.
+func (t *idempotencyTable) load(k idempotencyKey, id int64, created time.Time) {
+	if expires := created.Add(t.ttl); expires.After(t.now()) {
+		t.done(k, id, created)
+	}
+}
+
+// sweep drops the expired keys and returns how many are left.
+func (t *idempotencyTable) sweep() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now().UnixNano()
+	for s, e := range t.entries {
+		if !e.inFlight && e.expires <= now {
+			delete(t.entries, s)
+		}
+	}
+	return len(t.entries)
+}
