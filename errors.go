@@ -24,6 +24,7 @@ const (
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeInternal             = "internal"
 	codeNotImplemented       = "not_implemented"
+	codeUnavailable          = "unavailable"
 )
 
 var statusOf = map[string]int{
@@ -41,6 +42,7 @@ var statusOf = map[string]int{
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeInternal:             http.StatusInternalServerError,
 	codeNotImplemented:       http.StatusNotImplemented,
+	codeUnavailable:          http.StatusServiceUnavailable,
 }
 
 // apiError is an error meant for the client: its code and message become the
@@ -71,6 +73,11 @@ func writeError(w http.ResponseWriter, err error) {
 		rec.err = err
 	}
 	status := statusOf[ae.code]
+	if ae.code == codeUnavailable {
+		// The store recovers on its own (an etcd quorum comes back); a
+		// second is about how long an election takes.
+		w.Header()["Retry-After"] = retryAfterOne
+	}
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))
 }
 
@@ -87,6 +94,7 @@ func appendErrorBody(dst []byte, code, message string, status int) []byte {
 // Header values shared by every response; net/http never modifies them.
 var (
 	jsonContentType = []string{"application/json"}
+	retryAfterOne   = []string{"1"}
 )
 
 // writeJSON writes body, which is already encoded JSON, with its headers.

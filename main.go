@@ -68,9 +68,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer sink.Close()
 	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
-	opts := storeOptions{log: log}
-	// An explicit GOMAXPROCS in the environment is left alone.
-	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
+	opts := storeOptions{log: log, etcd: cfg.etcd}
+	// An explicit GOMAXPROCS in the environment is left alone. With etcd
+	// there is no local fsync for a second P to overlap.
+	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
 		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
 			opts.onBatch = boost.batch
 			defer boost.stop()

@@ -37,16 +37,22 @@ type storeOptions struct {
 	// onBatch, when set, is called before each group commit with the number
 	// of creates it holds (see procsBoost).
 	onBatch func(n int)
+	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
+	etcd etcdConfig
 }
 
-// openStore opens the store that PETSTORE_DATA names: ":memory:" or the
-// path of a journal file.
+// openStore opens the store that PETSTORE_DATA names: ":memory:", an
+// etcd:// or etcds:// URL (configured by opts.etcd), or the path of a
+// journal file.
 func openStore(data string, opts storeOptions) (Store, error) {
 	if opts.log == nil {
 		opts.log = slog.New(slog.DiscardHandler)
 	}
 	if data == memoryPath {
 		return newMemoryStore(), nil
+	}
+	if isEtcdURL(data) {
+		return openEtcdStore(opts.etcd, opts)
 	}
 	return openJournalStore(data, opts)
 }
