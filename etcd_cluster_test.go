@@ -1,0 +1,432 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Integration tests against a real etcd cluster: three members on
+// 127.0.0.1, free ports, data in t.TempDir(), started and stopped by the
+// test itself. Without an etcd binary they skip loudly, unless
+// PETSTORE_TEST_REQUIRE_ETCD=1 (set by .ci/run), which makes them fail.
+
+// etcdCluster is a cluster a test started.
+type etcdCluster struct {
+	t       *testing.T
+	members []*etcdMember
+}
+
+// etcdMember is one etcd process and what it takes to start it again.
+type etcdMember struct {
+	name   string
+	client string // 127.0.0.1:port
+	args   []string
+	log    string // its stderr, kept in the test's temp dir
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// etcdBinary returns the path of etcd, or skips (or fails, when required).
+func etcdBinary(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("etcd")
+	if err != nil {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_ETCD") == "1" {
+			t.Fatalf("PETSTORE_TEST_REQUIRE_ETCD=1 but no etcd binary is on PATH (apt-get install etcd-server): %v", err)
+		}
+		t.Skip("********** SKIPPED: no etcd binary on PATH, so the etcd store was NOT tested against a real cluster. " +
+			"Install one (apt-get install etcd-server) or run .ci/run, which does, and sets PETSTORE_TEST_REQUIRE_ETCD=1. **********")
+	}
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	return path
+}
+
+// freePorts returns n ports that nothing listened on a moment ago. Holding
+// all the listeners until every port is known keeps them distinct.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// startEtcdCluster starts a 3-member cluster and waits, at most 30 s, until
+// every member reports itself healthy. Every member is killed at the end of
+// the test.
+func startEtcdCluster(t *testing.T) *etcdCluster {
+	t.Helper()
+	bin := etcdBinary(t)
+	const n = 3
+	ports := freePorts(t, 2*n)
+	dir := t.TempDir()
+	var initial []string
+	for i := range n {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i+1, ports[n+i]))
+	}
+	c := &etcdCluster{t: t}
+	for i := range n {
+		name := fmt.Sprintf("m%d", i+1)
+		client := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[n+i])
+		m := &etcdMember{name: name, client: client, log: filepath.Join(dir, name+".log"), args: []string{bin,
+			"--name", name, "--data-dir", filepath.Join(dir, name),
+			"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", fmt.Sprintf("petstore-test-%d", ports[0]),
+		}}
+		c.members = append(c.members, m)
+		m.start(t)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			m.kill()
+		}
+	})
+	c.waitHealthy(t, 30*time.Second)
+	return c
+}
+
+func (m *etcdMember) start(t *testing.T) {
+	t.Helper()
+	logFile, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(m.args[0], m.args[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// ETCD_* variables of the environment would override the flags.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ETCD_") })
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting etcd %s: %v", m.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+}
+
+// kill sends SIGKILL (kill -9) and waits, at most 10 s, for the process to
+// be gone. It does nothing to a member already killed.
+func (m *etcdMember) kill() {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// endpoints returns the members' client addresses, comma-separated.
+func (c *etcdCluster) endpoints() string {
+	var eps []string
+	for _, m := range c.members {
+		eps = append(eps, m.client)
+	}
+	return strings.Join(eps, ",")
+}
+
+// data returns PETSTORE_DATA for prefix on this cluster.
+func (c *etcdCluster) data(prefix string) string {
+	return "etcd://" + c.endpoints() + "/" + prefix
+}
+
+var etcdTestClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+// waitHealthy polls every running member's /health until all answer true.
+func (c *etcdCluster) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		healthy := 0
+		for _, m := range c.members {
+			resp, err := etcdTestClient.Get("http://" + m.client + "/health")
+			if err != nil {
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(body, []byte(`"health":"true"`)) {
+				healthy++
+			}
+		}
+		if healthy == len(c.members) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	c.dumpLogs(t)
+	t.Fatalf("etcd cluster not healthy within %v", within)
+}
+
+// leader returns the member that is the leader now, by asking each live
+// member for its status: the one whose member_id is the leader.
+func (c *etcdCluster) leader(t *testing.T) *etcdMember {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range c.members {
+			resp, err := etcdTestClient.Post("http://"+m.client+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Header etcdHeader `json:"header"`
+				Leader i64        `json:"leader"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberID {
+				return m
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling, bounded
+	}
+	t.Fatal("no etcd member says it is the leader")
+	return nil
+}
+
+func (c *etcdCluster) dumpLogs(t *testing.T) {
+	for _, m := range c.members {
+		b, _ := os.ReadFile(m.log)
+		if len(b) > 3000 {
+			b = b[len(b)-3000:]
+		}
+		t.Logf("etcd %s log (tail):\n%s", m.name, b)
+	}
+}
+
+// loadClient is an HTTP client for many concurrent requests to petstore.
+func loadClient(t *testing.T) *http.Client {
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// createVia posts a category named name to base and returns the status,
+// the category (on 201), the Location and the Retry-After header.
+func createVia(client *http.Client, base, key, name string) (int, categoryBody, http.Header, error) {
+	body, _ := json.Marshal(map[string]string{"name": name})
+	req, _ := http.NewRequest("POST", base+"/v1/categories", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, categoryBody{}, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var c categoryBody
+	if resp.StatusCode == http.StatusCreated {
+		if err := json.Unmarshal(b, &c); err != nil {
+			return resp.StatusCode, c, resp.Header, fmt.Errorf("201 body %s: %v", b, err)
+		}
+	} else if resp.StatusCode >= 400 {
+		var eb errorBody
+		if err := json.Unmarshal(b, &eb); err != nil || eb.Status != resp.StatusCode || resp.Header.Get("Content-Type") != "application/json" {
+			return resp.StatusCode, c, resp.Header, fmt.Errorf("status %d with a body that is not an Error: %s", resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, c, resp.Header, nil
+}
+
+// listVia returns the list of base, its ETag and status.
+func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBody, string, int) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/categories", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("list %s: %v", base, err)
+	}
+	defer resp.Body.Close()
+	var list []categoryBody
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			t.Fatalf("list %s: %v", base, err)
+		}
+	}
+	return list, resp.Header.Get("Etag"), resp.StatusCode
+}
+
+// waitList polls base's list, bounded by within, until it has n
+// categories, and returns it.
+func waitList(t *testing.T, client *http.Client, base, key string, n int, within time.Duration) ([]categoryBody, string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		list, etag, status := listVia(t, client, base, key)
+		if status == http.StatusOK && len(list) >= n || time.Now().After(deadline) {
+			if len(list) < n {
+				t.Fatalf("%s lists %d categories after %v, want %d", base, len(list), within, n)
+			}
+			return list, etag
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by within
+	}
+}
+
+// checkConsecutive checks that list holds ids 1..len(list) in order and no
+// name twice (ignoring case).
+func checkConsecutive(t *testing.T, list []categoryBody) {
+	t.Helper()
+	names := map[string]int64{}
+	for i, c := range list {
+		if c.ID != int64(i+1) {
+			t.Fatalf("list[%d] has id %d, want %d: ids must be 1..N without gap or duplicate", i, c.ID, i+1)
+		}
+		if other, dup := names[foldName(c.Name)]; dup {
+			t.Fatalf("name %q is in the list twice (ids %d and %d)", c.Name, other, c.ID)
+		}
+		names[foldName(c.Name)] = c.ID
+	}
+}
+
+// Two petstores on one prefix: ids 1..N across both, one 201 per name
+// among racing creates, a Location from one followed on the other at once,
+// and a create listed by the other within a second.
+func TestEtcdTwoInstances(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	a := startRun(t, baseEnv(cluster.data("two")))
+	b := startRun(t, baseEnv(cluster.data("two")))
+	bases := []string{a.url(""), b.url("")}
+	client := loadClient(t)
+
+	t.Run("ids 1..N across both", func(t *testing.T) {
+		const workers, each = 16, 10
+		var mu sync.Mutex
+		var ids []int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					status, c, _, err := createVia(client, bases[(w+i)%2], e2eKey, fmt.Sprintf("seq-%d-%d", w, i))
+					if err != nil || status != http.StatusCreated {
+						t.Errorf("create: status %d, %v", status, err)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, c.ID)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(ids)
+		for i, id := range ids {
+			if id != int64(i+1) {
+				t.Fatalf("201 ids sorted: [%d] is %d, want %d (no gap, no duplicate)", i, id, i+1)
+			}
+		}
+		listA, etagA := waitList(t, client, bases[0], e2eKey, len(ids), time.Second)
+		listB, etagB := waitList(t, client, bases[1], e2eKey, len(ids), time.Second)
+		checkConsecutive(t, listA)
+		if len(listA) != len(listB) || etagA != etagB {
+			t.Errorf("the two instances list %d (ETag %s) and %d (ETag %s) categories; want the same list, same ETag", len(listA), etagA, len(listB), etagB)
+		}
+	})
+
+	t.Run("racing names", func(t *testing.T) {
+		const goroutines, names = 200, 50
+		var created [names]atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				name := fmt.Sprintf("Race-%d", g%names)
+				if g%3 == 0 {
+					name = strings.ToUpper(name) // the same name, ignoring case
+				}
+				status, _, _, err := createVia(client, bases[g%2], e2eKey, name)
+				switch {
+				case err != nil:
+					t.Errorf("create %s: %v", name, err)
+				case status == http.StatusCreated:
+					created[g%names].Add(1)
+				case status != http.StatusConflict:
+					t.Errorf("create %s: status %d, want 201 or 409", name, status)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range created {
+			if n := created[i].Load(); n != 1 {
+				t.Errorf("name Race-%d: %d answers 201, want exactly 1", i, n)
+			}
+		}
+	})
+
+	t.Run("location and propagation", func(t *testing.T) {
+		for i := range 5 {
+			from, to := bases[i%2], bases[(i+1)%2]
+			status, c, h, err := createVia(client, from, e2eKey, fmt.Sprintf("loc-%d", i))
+			if err != nil || status != http.StatusCreated {
+				t.Fatalf("create: %d %v", status, err)
+			}
+			created := time.Now()
+			req, _ := http.NewRequest("GET", to+h.Get("Location"), nil)
+			req.Header.Set("Authorization", "Bearer "+e2eKey)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(strconv.Quote(c.Name))) {
+				t.Errorf("GET %s on the other instance at once: %d %s", h.Get("Location"), resp.StatusCode, got)
+			}
+			mine, _, _ := listVia(t, client, from, e2eKey)
+			if len(mine) == 0 || mine[len(mine)-1].ID != c.ID {
+				t.Errorf("the instance that answered 201 does not list id %d at once", c.ID)
+			}
+			list, _ := waitList(t, client, to, e2eKey, int(c.ID), time.Second)
+			if list[c.ID-1].Name != c.Name {
+				t.Errorf("the other instance lists %q as id %d, want %q", list[c.ID-1].Name, c.ID, c.Name)
+			}
+			t.Logf("create %d: listed by the other instance %v after the 201", c.ID, time.Since(created).Round(time.Microsecond))
+		}
+	})
+}
