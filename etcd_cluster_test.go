@@ -430,3 +430,201 @@ func TestEtcdTwoInstances(t *testing.T) {
 		}
 	})
 }
+
+// getVia GETs path on base and returns the status, body and headers.
+func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []byte, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", base, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+// All members down: creates 503 unavailable with Retry-After, lists and
+// known categories still served from the cache, /healthz 503; members back:
+// creates work again, without restarting petstore.
+func TestEtcdQuorumLoss(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	svc := startRun(t, baseEnv(cluster.data("quorum")))
+	base := svc.url("")
+	client := loadClient(t)
+	for i := range 3 {
+		if status, _, _, err := createVia(client, base, e2eKey, fmt.Sprintf("before-%d", i)); err != nil || status != http.StatusCreated {
+			t.Fatalf("create before the outage: %d %v", status, err)
+		}
+	}
+	_, etagBefore, _ := listVia(t, client, base, e2eKey)
+
+	for _, m := range cluster.members {
+		m.kill()
+	}
+	status, _, h, err := createVia(client, base, e2eKey, "during")
+	if err != nil || status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Fatalf("create without a cluster: status %d, Retry-After %q, %v; want 503 with Retry-After", status, h.Get("Retry-After"), err)
+	}
+	list, etag, status := listVia(t, client, base, e2eKey)
+	if status != http.StatusOK || len(list) != 3 || etag != etagBefore {
+		t.Errorf("list without a cluster: status %d, %d categories, ETag %s; want 200, 3, %s", status, len(list), etag, etagBefore)
+	}
+	if status, body, _ := getVia(t, client, base, "/v1/categories/2", e2eKey); status != http.StatusOK {
+		t.Errorf("GET a cached category without a cluster: %d %s", status, body)
+	}
+	if status, body, h := getVia(t, client, base, "/v1/categories/4", e2eKey); status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Errorf("GET an id beyond the cache without a cluster: %d %s; want 503 (it cannot be known)", status, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body, h := getVia(t, client, base, "/healthz", "")
+		if status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"unavailable"`)) && h.Get("Retry-After") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz without a cluster: %d %s, want 503 unavailable", status, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded
+	}
+
+	for _, m := range cluster.members {
+		m.start(t)
+	}
+	cluster.waitHealthy(t, 30*time.Second)
+	deadline = time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		status, c, _, err := createVia(client, base, e2eKey, fmt.Sprintf("after-%d", i))
+		if err == nil && status == http.StatusCreated {
+			if c.ID != 4 {
+				t.Errorf("first create after the outage: id %d, want 4", c.ID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("creates still fail 20 s after the cluster came back: %d %v", status, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, bounded
+	}
+	if status, body, _ := getVia(t, client, base, "/healthz", ""); status != http.StatusOK {
+		t.Errorf("/healthz after the outage: %d %s", status, body)
+	}
+}
+
+// kill -9 of the etcd leader while 64 clients create through two
+// instances: every 201 is in the final list, ids are consecutive, no name
+// twice, and writes resume within seconds. Then kill -9 of one petstore:
+// the other keeps serving, and a restarted one catches up.
+func TestEtcdLeaderKill(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	env := map[string]string{"PETSTORE_DATA": cluster.data("kill")}
+	a, b := startBinary(t, env), startBinary(t, env)
+	bases := []string{a.url(""), b.url("")}
+	client := loadClient(t)
+
+	type created struct {
+		c      categoryBody
+		sentAt time.Time
+	}
+	var (
+		mu          sync.Mutex
+		oks         []created
+		unavailable int
+		stop        = make(chan struct{})
+		wg          sync.WaitGroup
+	)
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent := time.Now()
+				status, c, _, err := createVia(client, bases[g%2], binKey, fmt.Sprintf("k-%d-%d", g, i))
+				mu.Lock()
+				switch {
+				case err != nil:
+					t.Errorf("create: %v", err)
+				case status == http.StatusCreated:
+					oks = append(oks, created{c, sent})
+				case status == http.StatusServiceUnavailable:
+					unavailable++
+				default:
+					t.Errorf("create: status %d, want 201 or 503", status)
+				}
+				mu.Unlock()
+				if status == http.StatusServiceUnavailable {
+					time.Sleep(50 * time.Millisecond) // a client honouring Retry-After, shortened
+				}
+			}
+		}()
+	}
+	count := func(after time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range oks {
+			if o.sentAt.After(after) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
+		start := time.Now()
+		for !ok() {
+			if time.Since(start) > within {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%s: not within %v", what, within)
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition, bounded
+		}
+		return time.Since(start)
+	}
+	waitFor("100 creates before the kill", 20*time.Second, func() bool { return count(time.Time{}) >= 100 })
+	leader := cluster.leader(t)
+	killedAt := time.Now()
+	leader.kill()
+	resumed := waitFor("a create sent after the kill answered 201", 15*time.Second, func() bool { return count(killedAt) > 0 })
+	waitFor("100 creates after the kill", 20*time.Second, func() bool { return count(killedAt) >= 100 })
+	close(stop)
+	wg.Wait()
+	t.Logf("leader %s killed: first 201 for a create sent after it came %v later; %d creates answered 201, %d answered 503",
+		leader.name, resumed.Round(time.Millisecond), len(oks), unavailable)
+	if resumed > 10*time.Second {
+		t.Errorf("writes resumed %v after the leader was killed, want within 10 s", resumed)
+	}
+
+	maxID := int64(0)
+	for _, o := range oks {
+		maxID = max(maxID, o.c.ID)
+	}
+	list, _ := waitList(t, client, bases[0], binKey, int(maxID), 5*time.Second)
+	checkConsecutive(t, list)
+	for _, o := range oks {
+		if got := list[o.c.ID-1]; got.Name != o.c.Name {
+			t.Fatalf("201 for %q as id %d, but the list has %q there", o.c.Name, o.c.ID, got.Name)
+		}
+	}
+
+	a.cmd.Process.Kill()
+	a.wait(t, 10*time.Second)
+	status, c, _, err := createVia(client, bases[1], binKey, "after-petstore-kill")
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("create on the surviving petstore: %d %v", status, err)
+	}
+	restarted := startBinary(t, env)
+	listR, etagR := waitList(t, client, restarted.url(""), binKey, int(c.ID), 5*time.Second)
+	listB, etagB := waitList(t, client, bases[1], binKey, int(c.ID), time.Second)
+	if len(listR) != len(listB) || etagR != etagB {
+		t.Errorf("restarted petstore lists %d (ETag %s), the survivor %d (ETag %s)", len(listR), etagR, len(listB), etagB)
+	}
+}
