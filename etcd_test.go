@@ -112,7 +112,8 @@ type fakeEtcd struct {
 	changed   chan struct{}
 
 	// txnFault, when set, is asked before each txn: "apply-then-503"
-	// applies it and answers 503; "503" answers 503 without applying.
+	// applies it and answers 503; "503" answers 503 without applying;
+	// "403" refuses it.
 	txnFault  func(n int) string
 	txns      int
 	password  string // non-empty: auth is on
@@ -239,8 +240,12 @@ func (f *fakeEtcd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.txnFault != nil {
 			fault = f.txnFault(f.txns)
 		}
-		if fault == "503" {
+		switch fault {
+		case "503":
 			f.fail(w, 503, 14, "etcdserver: request timed out")
+			return
+		case "403":
+			f.fail(w, 403, 7, "etcdserver: permission denied")
 			return
 		}
 		out := f.txnLocked(in)
@@ -564,13 +569,9 @@ func TestEtcdStoreWatchCompaction(t *testing.T) {
 func TestEtcdStoreFinalRefusal(t *testing.T) {
 	f, srv := newFakeEtcd(t, "3.6")
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v3/kv/txn" {
-			f.fail(w, 403, 7, "etcdserver: permission denied")
-			return
-		}
-		f.ServeHTTP(w, r)
-	})
+	f.mu.Lock()
+	f.txnFault = func(int) string { return "403" }
+	f.mu.Unlock()
 	_, _, err := s.Create(context.Background(), NewCategory{Name: "dog"})
 	var ae *apiError
 	var ge *gatewayError
