@@ -628,3 +628,24 @@ func TestEtcdConfig(t *testing.T) {
 		}
 	}
 }
+
+// Start waits at most PETSTORE_ETCD_START_TIMEOUT for the cluster, then
+// fails with one line naming the endpoints.
+func TestEtcdStartTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": e2eKey,
+		"PETSTORE_DATA": "etcd://" + addr + "/p", "PETSTORE_ETCD_START_TIMEOUT": "300ms"}
+	start := time.Now()
+	err = run(t.Context(), []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "PETSTORE_ETCD_START_TIMEOUT") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v, want one line naming %s and PETSTORE_ETCD_START_TIMEOUT", err, addr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("start gave up after %v, want about 300ms", d)
+	}
+}

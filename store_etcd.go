@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -657,4 +660,135 @@ func (s *etcdStore) Close() error {
 		s.c.close()
 	})
 	return nil
+}
+
+// exportCategories writes the categories of the store PETSTORE_DATA names
+// to w in the journal format (petstore -export): a file a journal-backed
+// petstore can start from.
+func exportCategories(cfg config, log *slog.Logger, w io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
+		// Opening a journal creates a missing one: export must not.
+		if _, err := os.Stat(cfg.dataPath); err != nil {
+			return fmt.Errorf("PETSTORE_DATA: %w", err)
+		}
+	}
+	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd})
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	defer store.Close()
+	snap, err := store.List(context.Background())
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(journalHeader + "\n")
+	for _, it := range snap.items {
+		body, _ := snap.get(it.id)
+		bw.Write(body)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// importJournal copies the journal at path into the empty prefix that
+// PETSTORE_DATA names, keeping ids (petstore -import). It refuses a prefix
+// that holds any key: merging two id sequences has no right answer.
+func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) {
+		return errors.New("PETSTORE_DATA: -import copies a journal into etcd; set PETSTORE_DATA=etcd://HOST:PORT[,…][/PREFIX]")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("-import: %w", err)
+	}
+	// Opened as a petstore would: its checks, and its lock, so that no
+	// petstore appends to it while it is copied.
+	js, err := openJournalStore(path, storeOptions{log: log})
+	if err != nil {
+		return fmt.Errorf("-import %s: %w", path, err)
+	}
+	defer js.Close()
+	snap := js.idx.snapshot()
+
+	c, err := newEtcdClient(cfg.etcd)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	keys := newEtcdKeys(cfg.etcd.prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.etcd.startTimeout)
+	counter, err := waitForEtcd(ctx, c, keys, cfg.etcd)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	r, err := c.rangeKeys(ctx, rangeRequest{Key: keys.root, RangeEnd: prefixEnd(keys.root), CountOnly: true})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	if r.Count > 0 {
+		return fmt.Errorf("PETSTORE_DATA: the prefix %s already holds %d keys; -import copies a journal into an empty prefix only", keys.root, r.Count)
+	}
+
+	seen := map[string]struct{}{}
+	for start := 0; start < len(snap.items); start += etcdMaxBatch {
+		items := snap.items[start:min(start+etcdMaxBatch, len(snap.items))]
+		last := items[len(items)-1].id
+		rev := counter.rev
+		t := &txnRequest{Compare: []etcdCompare{{Target: "MOD", Result: "EQUAL", Key: keys.counter, ModRevision: &rev}}}
+		for _, it := range items {
+			body, _ := snap.get(it.id)
+			var cat struct {
+				Name string `json:"name"`
+			}
+			if err := json.Unmarshal(body, &cat); err != nil {
+				return err
+			}
+			if _, dup := seen[foldName(cat.Name)]; !dup {
+				// A name two records share (a Go whose folding told them
+				// apart wrote the journal) is claimed by the first.
+				seen[foldName(cat.Name)] = struct{}{}
+				claim, _ := json.Marshal(nameClaim{ID: it.id, Token: "import"})
+				t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.name(foldName(cat.Name)), Value: claim}})
+			}
+			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.category(it.id), Value: body}})
+		}
+		t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.counter, Value: strconv.AppendInt(nil, last, 10)}})
+		t.Failure = []etcdOp{{RequestRange: &rangeRequest{Key: keys.counter}}}
+		if counter, err = importBatch(c, t, last); err != nil {
+			return fmt.Errorf("-import: after %d of %d categories: %w", start, len(snap.items), err)
+		}
+	}
+	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", len(snap.items), path, keys.root)
+	return nil
+}
+
+// importBatch sends one txn of an import, again while its outcome is
+// unknown, and returns the counter after it.
+func importBatch(c *etcdClient, t *txnRequest, last int64) (counterState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		resp, err := c.txn(ctx, t)
+		switch {
+		case err == nil && resp.Succeeded:
+			return counterState{value: last, rev: int64(resp.Header.Revision)}, nil
+		case err == nil:
+			cr := resp.Responses[0].ResponseRange
+			if cr == nil {
+				return counterState{}, errors.New("etcd: a failed txn did not answer the counter's range")
+			}
+			now, err := parseCounter(cr.Kvs)
+			if err == nil && now.value == last {
+				return now, nil // an attempt whose answer was lost was applied
+			}
+			return counterState{}, errors.New("another writer changed the prefix during the import")
+		case errors.Is(err, errUnknownOutcome) && ctx.Err() == nil && attempt < 100:
+			continue
+		default:
+			return counterState{}, err
+		}
+	}
 }
