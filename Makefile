@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load cluster
 
 run:
 	$(GO) run .
@@ -42,3 +42,9 @@ bench:
 # to its own CPU; prints a table of medians and target ratios (bench/load.sh).
 bench-load:
 	bench/load.sh
+
+# A local 3-member etcd cluster with two petstores on it (deploy/cluster.sh);
+# Ctrl-C stops everything. DIR keeps its data between runs.
+DIR ?= /tmp/petstore-cluster
+cluster:
+	deploy/cluster.sh $(DIR)
