@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies cluster
 
 run:
 	$(GO) run .
@@ -47,3 +47,9 @@ bench-load:
 # at once (bench/bodies; Linux, reads /proc/PID/status).
 bench-bodies: build
 	$(GO) run ./bench/bodies -bin ./petstore
+
+# A local 3-member etcd cluster with two petstores on it (deploy/cluster.sh);
+# Ctrl-C stops everything. DIR keeps its data between runs.
+DIR ?= /tmp/petstore-cluster
+cluster:
+	deploy/cluster.sh $(DIR)

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ type config struct {
 	keyFile      string   // PETSTORE_API_KEYS_FILE, read again to rotate keys
 	generatedKey bool     // keys holds one key made up at start
 	dataPath     string
+	etcd         etcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
@@ -36,6 +39,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var err error
 	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
 		return cfg, err
+	}
+	if isEtcdURL(cfg.dataPath) {
+		if cfg.etcd, err = loadEtcdConfig(getenv, cfg.dataPath); err != nil {
+			return cfg, err
+		}
 	}
 	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
 		rl, err := parseRateLimit(v)
@@ -188,4 +196,85 @@ func generateKey() (string, error) {
 		return "", fmt.Errorf("generating an API key: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// isEtcdURL reports whether PETSTORE_DATA names an etcd cluster rather than
+// a journal file.
+func isEtcdURL(data string) bool {
+	return strings.HasPrefix(data, "etcd://") || strings.HasPrefix(data, "etcds://")
+}
+
+// loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for
+// TLS) and the PETSTORE_ETCD_* variables. The password comes from a file
+// only: never from the environment or the URL, which ps and logs show.
+func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error) {
+	cfg := etcdConfig{prefix: "petstore", startTimeout: 30 * time.Second}
+	scheme, rest, _ := strings.Cut(data, "://")
+	hosts, prefix, hasPrefix := strings.Cut(rest, "/")
+	if strings.ContainsAny(hosts, "@?#") || strings.ContainsAny(prefix, "?#") {
+		return cfg, errors.New("PETSTORE_DATA: an etcd URL is etcd://HOST:PORT[,HOST:PORT…][/PREFIX], without user, password, query or fragment (use PETSTORE_ETCD_USER and PETSTORE_ETCD_PASSWORD_FILE)")
+	}
+	urlScheme := "http://"
+	if scheme == "etcds" {
+		urlScheme = "https://"
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		host, port, err := net.SplitHostPort(h)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return cfg, fmt.Errorf("PETSTORE_DATA: etcd endpoint %q is not HOST:PORT (e.g. 127.0.0.1:2379)", h)
+		}
+		cfg.endpoints = append(cfg.endpoints, urlScheme+net.JoinHostPort(host, port))
+	}
+	if hasPrefix {
+		prefix = strings.Trim(prefix, "/")
+		if !validEtcdPrefix(prefix) {
+			return cfg, fmt.Errorf("PETSTORE_DATA: etcd prefix %q must be segments of letters, digits and ._- separated by /", prefix)
+		}
+		cfg.prefix = prefix
+	}
+	if scheme == "etcds" {
+		cfg.caFile, _ = lookup(getenv, "PETSTORE_ETCD_CA_FILE")
+	} else if _, set := lookup(getenv, "PETSTORE_ETCD_CA_FILE"); set {
+		return cfg, errors.New("PETSTORE_ETCD_CA_FILE is set but PETSTORE_DATA is etcd://, not etcds:// (TLS)")
+	}
+	user, hasUser := lookup(getenv, "PETSTORE_ETCD_USER")
+	passwordFile, hasPassword := lookup(getenv, "PETSTORE_ETCD_PASSWORD_FILE")
+	switch {
+	case hasUser && !hasPassword:
+		return cfg, errors.New("PETSTORE_ETCD_USER is set but PETSTORE_ETCD_PASSWORD_FILE is not (the password is read from a file only)")
+	case hasPassword && !hasUser:
+		return cfg, errors.New("PETSTORE_ETCD_PASSWORD_FILE is set but PETSTORE_ETCD_USER is not")
+	case hasUser:
+		pw, err := os.ReadFile(passwordFile)
+		if err != nil {
+			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %w", err)
+		}
+		cfg.user, cfg.password = user, strings.TrimRight(string(pw), "\r\n")
+		if cfg.password == "" {
+			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %s is empty", passwordFile)
+		}
+	}
+	if v, set := lookup(getenv, "PETSTORE_ETCD_START_TIMEOUT"); set {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("PETSTORE_ETCD_START_TIMEOUT: %q is not a positive Go duration such as 30s", v)
+		}
+		cfg.startTimeout = d
+	}
+	return cfg, nil
+}
+
+func validEtcdPrefix(prefix string) bool {
+	for _, seg := range strings.Split(prefix, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

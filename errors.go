@@ -26,6 +26,7 @@ const (
 	codeNotImplemented       = "not_implemented"
 	codeRateLimited          = "rate_limited"
 	codeRequestTimeout       = "request_timeout"
+	codeUnavailable          = "unavailable"
 )
 
 var statusOf = map[string]int{
@@ -45,6 +46,7 @@ var statusOf = map[string]int{
 	codeNotImplemented:       http.StatusNotImplemented,
 	codeRateLimited:          http.StatusTooManyRequests,
 	codeRequestTimeout:       http.StatusRequestTimeout,
+	codeUnavailable:          http.StatusServiceUnavailable,
 }
 
 // apiError is an error meant for the client: its code and message become the
@@ -79,6 +81,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	factsOf(r).err = err
 	status := statusOf[ae.code]
+	if ae.code == codeUnavailable {
+		// The store recovers on its own (an etcd quorum comes back); a
+		// second is about how long an election takes.
+		w.Header()["Retry-After"] = retryAfterOne
+	}
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))
 }
 
@@ -110,6 +117,7 @@ func logErrorText(err error) string {
 // Header values shared by every response; net/http never modifies them.
 var (
 	jsonContentType = []string{"application/json"}
+	retryAfterOne   = []string{"1"}
 )
 
 // writeJSON writes body, which is already encoded JSON, with its headers.

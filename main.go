@@ -57,15 +57,29 @@ through the environment:
 
   PETSTORE_ADDR             listen address (default :8080)
   PETSTORE_API_KEYS         comma-separated accepted API keys
-  PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed)
-  PETSTORE_DATA             journal file, or :memory: (default petstore.jsonl)
+  PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
+                            read again on SIGHUP and when it changes
+  PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
   PETSTORE_MAX_CONNS        open connections at most (default 10000)
   PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
+  PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
+
+With PETSTORE_DATA=etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)
+the categories live in an etcd cluster, shared by any number of petstores:
+
+  PETSTORE_ETCD_CA_FILE        CA certificates for etcds:// (default: system roots)
+  PETSTORE_ETCD_USER           etcd user, when etcd auth is on
+  PETSTORE_ETCD_PASSWORD_FILE  file holding that user's password
+  PETSTORE_ETCD_START_TIMEOUT  how long start waits for the cluster (default 30s)
 
 With no key configured, a random key is generated and printed once.
 
   petstore -openapi         write the OpenAPI document to stdout and exit
+  petstore -export          write the categories of PETSTORE_DATA to stdout,
+                            in the journal format, and exit
+  petstore -import FILE     copy the journal FILE into the empty etcd prefix
+                            PETSTORE_DATA names, keeping ids, and exit
 `
 
 // run starts the service and serves until ctx is done, then shuts down
@@ -83,6 +97,19 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 			return nil
 		case "-openapi":
 			return writeOpenAPI(getenv, stdout)
+		case "-import", "-export":
+			cfg, err := loadConfig(getenv)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewJSONHandler(stderr, nil))
+			if args[1] == "-export" && len(args) == 2 {
+				return exportCategories(cfg, log, stdout)
+			}
+			if args[1] == "-import" && len(args) == 3 {
+				return importJournal(cfg, log, args[2], stderr)
+			}
+			return fmt.Errorf("usage: petstore -import JOURNAL_FILE, or petstore -export (see -help)")
 		}
 		return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[1])
 	}
@@ -95,9 +122,10 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
 	commits := newCommitMetrics()
-	opts := storeOptions{log: log, onCommit: commits.observe}
-	// An explicit GOMAXPROCS in the environment is left alone.
-	if cfg.dataPath != memoryPath && getenv("GOMAXPROCS") == "" {
+	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd}
+	// An explicit GOMAXPROCS in the environment is left alone. With etcd
+	// there is no local fsync for a second P to overlap.
+	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
 		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
 			opts.onBatch = boost.batch
 			defer boost.stop()

@@ -45,10 +45,13 @@ type storeOptions struct {
 	onCommit func(n int, took time.Duration)
 	// syncDir fsyncs a directory; nil is the real one (tests watch it).
 	syncDir func(dir string) error
+	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
+	etcd etcdConfig
 }
 
-// openStore opens the store that PETSTORE_DATA names: ":memory:" or the
-// path of a journal file.
+// openStore opens the store that PETSTORE_DATA names: ":memory:", an
+// etcd:// or etcds:// URL (configured by opts.etcd), or the path of a
+// journal file.
 func openStore(data string, opts storeOptions) (Store, error) {
 	if opts.log == nil {
 		opts.log = slog.New(slog.DiscardHandler)
@@ -58,6 +61,9 @@ func openStore(data string, opts storeOptions) (Store, error) {
 	}
 	if data == memoryPath {
 		return newMemoryStore(), nil
+	}
+	if isEtcdURL(data) {
+		return openEtcdStore(opts.etcd, opts)
 	}
 	return openJournalStore(data, opts)
 }

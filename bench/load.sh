@@ -2,7 +2,10 @@
 # make bench-load: petstore against a bare net/http baseline (bench/baseline)
 # on loopback. Each server is pinned to CPU 0 with taskset and wrk to CPU 1.
 # Every scenario runs RUNS times for DURATION; the table shows medians and the
-# ratios the performance targets are stated in. Takes about 3 minutes.
+# ratios the performance targets are stated in. Takes about 3 minutes, and
+# 2 more with etcd installed: then a 3-member cluster on loopback (pinned to
+# the server's CPU too) adds the etcd store's rows; without etcd they are
+# skipped with a warning.
 #
 #   make bench-load                      # RUNS=3 DURATION=5s
 #   RUNS=5 DURATION=10s make bench-load
@@ -54,7 +57,13 @@ stop_server() {
 		server_pid=""
 	fi
 }
-trap stop_server EXIT
+etcd_pids=()
+stop_etcd() {
+	for pid in "${etcd_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${etcd_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	etcd_pids=()
+}
+trap 'stop_server; stop_etcd' EXIT
 
 wait_ready() {
 	for _ in $(seq 1 100); do
@@ -116,7 +125,10 @@ load() {
 	local conns=$1
 	shift
 	local report
-	report=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"$DURATION" --latency -H "$AUTH" "$@")
+	# etcd refuses any Authorization header while its auth is off.
+	local auth=(-H "$AUTH")
+	[ "${LOAD_NOAUTH:-0}" = 1 ] && auth=()
+	report=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"$DURATION" --latency "${auth[@]}" "$@")
 	awk '
 		/Requests\/sec:/ { rps = $2 }
 		$1 == "99%" {
@@ -216,6 +228,82 @@ rm -f "$OUT/replay.jsonl"
 RSS_PER_CATEGORY=$(awk -v r="$RSS_KB" 'BEGIN { printf "%.0f", r * 1024 / 1000000 }')
 RSS_GROWTH_PER_CATEGORY=$(awk -v r="$RSS_KB" -v e="$EMPTY_RSS_KB" 'BEGIN { printf "%.0f", (r - e) * 1024 / 1000000 }')
 
+# The etcd store: a 3-member cluster on loopback ports ETCD_PORT+1..+3
+# (clients) and +11..+13 (peers), data in a fresh directory.
+ETCD_PORT=${ETCD_PORT:-23700}
+HAVE_ETCD=0
+if command -v etcd >/dev/null 2>&1; then
+	HAVE_ETCD=1
+	etcd_dir=$(mktemp -d)
+	initial="m1=http://127.0.0.1:$((ETCD_PORT + 11)),m2=http://127.0.0.1:$((ETCD_PORT + 12)),m3=http://127.0.0.1:$((ETCD_PORT + 13))"
+	ENDPOINTS="127.0.0.1:$((ETCD_PORT + 1)),127.0.0.1:$((ETCD_PORT + 2)),127.0.0.1:$((ETCD_PORT + 3))"
+	say "etcd: starting a 3-member cluster on $ENDPOINTS"
+	for i in 1 2 3; do
+		c="http://127.0.0.1:$((ETCD_PORT + i))" p="http://127.0.0.1:$((ETCD_PORT + 10 + i))"
+		taskset -c "$SERVER_CPU" etcd --name "m$i" --data-dir "$etcd_dir/m$i" --listen-client-urls "$c" --advertise-client-urls "$c" \
+			--listen-peer-urls "$p" --initial-advertise-peer-urls "$p" --initial-cluster "$initial" \
+			--initial-cluster-token bench --initial-cluster-state new >"$etcd_dir/m$i.log" 2>&1 &
+		etcd_pids+=($!)
+	done
+	for _ in $(seq 1 300); do
+		healthy=0
+		for i in 1 2 3; do
+			curl -fs --max-time 1 "http://127.0.0.1:$((ETCD_PORT + i))/health" | grep -q '"health":"true"' && healthy=$((healthy + 1))
+		done
+		[ "$healthy" -eq 3 ] && break
+		sleep 0.1
+	done
+	[ "$healthy" -eq 3 ] || { say "bench-load: etcd did not become healthy; see $etcd_dir"; exit 1; }
+	ETCD_DATA="etcd://$ENDPOINTS"
+
+	# GET 100: the same list, on :memory: (filled by 100 creates) and on etcd
+	# (the journal imported).
+	PETSTORE_DATA="$ETCD_DATA/get100" "$OUT/petstore" -import "$OUT/list-100.jsonl" 2>/dev/null
+	memory_100() {
+		start_petstore :memory:
+		for i in $(seq 1 100); do
+			curl -fs -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
+				-d "$(printf '{"name":"category-%011d"}' "$i")" "$BASE/v1/categories"
+		done
+	}
+	say "GET /v1/categories with 100 categories: :memory: and etcd"
+	compare "$BASE/v1/categories" \
+		"petstore GET 100 :memory:|memory_100|$CONNS" \
+		"petstore GET 100 etcd|start_petstore $ETCD_DATA/get100|$CONNS"
+
+	# Creates: a fresh prefix for every run, so every name is new.
+	prefixes=0
+	fresh_etcd() { prefixes=$((prefixes + 1)); start_petstore "$ETCD_DATA/post$prefixes"; }
+	say "POST /v1/categories on etcd, and etcd's own single-key puts"
+	compare "-s bench/post.lua $BASE/v1/categories" \
+		"petstore POST etcd c$CONNS|fresh_etcd|$CONNS" \
+		"petstore POST etcd c1|fresh_etcd|1"
+	stop_server
+	LOAD_NOAUTH=1 compare "-s bench/etcd_put.lua http://127.0.0.1:$((ETCD_PORT + 1))/v3/kv/put" \
+		"etcd put c$CONNS|true|$CONNS"
+
+	# Propagation: two petstores on one prefix; from a 201 on one to the
+	# category in the other's list.
+	say "propagation between two petstores on one prefix"
+	go build -o "$OUT/propagation" ./bench/propagation
+	start_petstore "$ETCD_DATA/propagation"
+	PETSTORE_ADDR="127.0.0.1:$((PORT + 1))" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$ETCD_DATA/propagation" \
+		taskset -c "$SERVER_CPU" "$OUT/petstore" 2>/dev/null &
+	second_pid=$!
+	for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$((PORT + 1))/healthz" && break; sleep 0.1; done
+	read -r PROP_P50 PROP_P99 PROP_MAX < <(PETSTORE_API_KEYS="$KEY" taskset -c "$LOAD_CPU" "$OUT/propagation" "$BASE" "http://127.0.0.1:$((PORT + 1))" 500)
+	kill "$second_pid"
+	wait "$second_pid" 2>/dev/null || true
+	stop_server
+	stop_etcd
+	rm -rf "$etcd_dir"
+else
+	say "************************************************************"
+	say "* SKIPPED: the etcd rows (no etcd binary; apt-get install   *"
+	say "* etcd-server): the etcd store was NOT measured.            *"
+	say "************************************************************"
+fi
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t : r <= t); print (ok ? "ok" : "MISSED") }'; }
 
@@ -244,4 +332,22 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "start-up with 1,000,000 categories, seconds (to /healthz)" "$(awk -v m="$STARTUP_MS" 'BEGIN { printf "%.2f", m / 1000 }')" "<=" 2
 	row "resident memory per category, bytes (whole process)" "$RSS_PER_CATEGORY" "<=" 300
 	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
+	if [ "$HAVE_ETCD" -eq 1 ]; then
+		echo
+		echo "etcd store ($(etcd --version | head -n 1)), 3 members on CPU $SERVER_CPU:"
+		echo
+		printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
+		printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
+		for name in "petstore GET 100 :memory:" "petstore GET 100 etcd" "petstore POST etcd c$CONNS" "petstore POST etcd c1" "etcd put c$CONNS"; do
+			printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
+		done
+		echo "propagation A→B (500 sequential creates): p50 $PROP_P50 µs, p99 $PROP_P99 µs, max $PROP_MAX µs"
+		echo
+		printf '| %-58s | %6s | %6s | %-6s |\n' "target" "ratio" "goal" "result"
+		printf '|%s|%s|%s|%s|\n' "------------------------------------------------------------" "-------:" "-------:" "--------"
+		row "GET 100: etcd / :memory: requests/s" "$(ratio "${RPS[petstore GET 100 etcd]}" "${RPS[petstore GET 100 :memory:]}")" ">=" 0.9
+		row "POST etcd c$CONNS / POST etcd c1" "$(ratio "${RPS[petstore POST etcd c$CONNS]}" "${RPS[petstore POST etcd c1]}")" ">=" 5
+		row "POST etcd c$CONNS / etcd single-key put c$CONNS" "$(ratio "${RPS[petstore POST etcd c$CONNS]}" "${RPS[etcd put c$CONNS]}")" ">=" 1
+		row "propagation p99, ms" "$(awk -v u="$PROP_P99" 'BEGIN { printf "%.2f", u / 1000 }')" "<=" 1000
+	fi
 } | tee "$OUT/results.md"

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# A local etcd cluster with two petstores on it, in one command:
+#
+#   deploy/cluster.sh [DIR]        start 3 etcd members and 2 petstores on
+#                                  127.0.0.1, print their URLs, and stop them
+#                                  all on Ctrl-C
+#   deploy/cluster.sh stop DIR     stop the ones a cluster.sh left running
+#                                  (e.g. started with & or killed uncleanly)
+#
+# DIR keeps everything: etcd's data, the logs, the API key (api-key, mode
+# 600), the ports chosen at first start, and `env`, a file to source for
+# PETSTORE_A, PETSTORE_B, PETSTORE_API_KEYS and ETCDCTL_ENDPOINTS. Started
+# again on the same DIR, the cluster comes back with its data and ports.
+# Without DIR, a temporary directory is used (and kept, for the logs).
+#
+# Needs etcd (Debian: apt-get install etcd-server), curl, and go to build
+# petstore. ETCD=/path/to/etcd picks another binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '%s\n' "$*" >&2; }
+
+# stop_pids DIR: stop the processes listed in DIR/pids, which only this
+# script writes, and nothing else; wait (at most 10 s) until they are gone.
+stop_pids() {
+	local dir=$1 pid what alive
+	local -a pids=() names=()
+	[ -f "$dir/pids" ] || return 0
+	while read -r pid what; do pids+=("$pid"); names+=("$what"); done <"$dir/pids"
+	rm -f "$dir/pids"
+	for i in "${!pids[@]}"; do
+		kill "${pids[$i]}" 2>/dev/null && say "stopped ${names[$i]} (pid ${pids[$i]})"
+	done
+	for _ in $(seq 1 100); do
+		alive=0
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+		[ "$alive" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	say "cluster.sh: still running 10 s after SIGTERM: ${pids[*]}"
+}
+
+if [ "${1:-}" = "stop" ]; then
+	[ -n "${2:-}" ] || { say "usage: deploy/cluster.sh stop DIR"; exit 2; }
+	# A cluster.sh still serving DIR stops its own processes on SIGTERM;
+	# wait for it, then for anything it left.
+	if [ -f "$2/script.pid" ] && script=$(cat "$2/script.pid") && kill "$script" 2>/dev/null; then
+		for _ in $(seq 1 150); do kill -0 "$script" 2>/dev/null || break; sleep 0.1; done
+	fi
+	stop_pids "$2"
+	rm -f "$2/script.pid"
+	exit 0
+fi
+
+ETCD=${ETCD:-etcd}
+command -v "$ETCD" >/dev/null 2>&1 || { say "cluster.sh: $ETCD not found: apt-get install etcd-server, or set ETCD"; exit 1; }
+for tool in curl go od; do
+	command -v "$tool" >/dev/null 2>&1 || { say "cluster.sh: $tool is required"; exit 1; }
+done
+
+DIR=${1:-$(mktemp -d -t petstore-cluster.XXXXXX)}
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+if [ -f "$DIR/script.pid" ] && kill -0 "$(cat "$DIR/script.pid")" 2>/dev/null; then
+	say "cluster.sh: another cluster.sh serves $DIR (pid $(cat "$DIR/script.pid")); stop it first: deploy/cluster.sh stop $DIR"
+	exit 1
+fi
+[ -f "$DIR/pids" ] && stop_pids "$DIR" # leftovers of an earlier run on DIR
+echo $$ >"$DIR/script.pid"
+
+# port_free PORT: nothing accepts connections on it.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 40000))
+		if port_free "$p" && ! grep -qw "$p" "$DIR/ports.new" 2>/dev/null; then
+			echo "$p" | tee -a "$DIR/ports.new"
+			return
+		fi
+	done
+	say "cluster.sh: no free port found"
+	exit 1
+}
+# The ports are chosen once per DIR: etcd's data remembers its peers' URLs.
+if [ ! -f "$DIR/ports" ]; then
+	rm -f "$DIR/ports.new"
+	{
+		for i in 1 2 3; do echo "CLIENT$i=$(pick_port)"; echo "PEER$i=$(pick_port)"; done
+		echo "HTTP_A=$(pick_port)"
+		echo "HTTP_B=$(pick_port)"
+	} >"$DIR/ports.tmp"
+	mv "$DIR/ports.tmp" "$DIR/ports"
+	rm -f "$DIR/ports.new"
+fi
+# shellcheck disable=SC1091
+. "$DIR/ports"
+
+if [ ! -f "$DIR/api-key" ]; then
+	(umask 077 && printf 'local-%s\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$DIR/api-key")
+fi
+KEY=$(cat "$DIR/api-key")
+for port in "$CLIENT1" "$PEER1" "$CLIENT2" "$PEER2" "$CLIENT3" "$PEER3" "$HTTP_A" "$HTTP_B"; do
+	port_free "$port" || { say "cluster.sh: port $port (chosen for $DIR) is in use; stop what holds it"; exit 1; }
+done
+
+cleanup() {
+	stop_pids "$DIR"
+	rm -f "$DIR/script.pid"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "building petstore"
+go build -o "$DIR/petstore" .
+
+INITIAL="m1=http://127.0.0.1:$PEER1,m2=http://127.0.0.1:$PEER2,m3=http://127.0.0.1:$PEER3"
+ENDPOINTS="127.0.0.1:$CLIENT1,127.0.0.1:$CLIENT2,127.0.0.1:$CLIENT3"
+for i in 1 2 3; do
+	client_var="CLIENT$i" peer_var="PEER$i"
+	client="http://127.0.0.1:${!client_var}" peer="http://127.0.0.1:${!peer_var}"
+	"$ETCD" --name "m$i" --data-dir "$DIR/m$i" \
+		--listen-client-urls "$client" --advertise-client-urls "$client" \
+		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+		--initial-cluster "$INITIAL" --initial-cluster-token petstore-local \
+		--initial-cluster-state new >"$DIR/m$i.log" 2>&1 &
+	echo "$! etcd-m$i" >>"$DIR/pids"
+done
+
+say "waiting for the etcd cluster"
+for _ in $(seq 1 300); do
+	healthy=0
+	for port in "$CLIENT1" "$CLIENT2" "$CLIENT3"; do
+		curl -fs --max-time 1 "http://127.0.0.1:$port/health" | grep -q '"health":"true"' && healthy=$((healthy + 1))
+	done
+	[ "$healthy" -eq 3 ] && break
+	sleep 0.1
+done
+[ "$healthy" -eq 3 ] || { say "cluster.sh: etcd not healthy within 30 s; see $DIR/m*.log"; exit 1; }
+
+for name in A B; do
+	port_var="HTTP_$name"
+	PETSTORE_ADDR="127.0.0.1:${!port_var}" PETSTORE_API_KEYS_FILE="$DIR/api-key" \
+		PETSTORE_DATA="etcd://$ENDPOINTS/petstore" "$DIR/petstore" 2>"$DIR/petstore-$name.log" &
+	echo "$! petstore-$name" >>"$DIR/pids"
+done
+for port in "$HTTP_A" "$HTTP_B"; do
+	for _ in $(seq 1 100); do
+		curl -fs --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" && break
+		sleep 0.1
+	done
+	curl -fs --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" || { say "cluster.sh: petstore on $port did not start; see $DIR/petstore-*.log"; exit 1; }
+done
+
+cat >"$DIR/env" <<EOF
+export PETSTORE_A=http://127.0.0.1:$HTTP_A
+export PETSTORE_B=http://127.0.0.1:$HTTP_B
+export PETSTORE_API_KEYS=$KEY
+export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=$ENDPOINTS
+EOF
+chmod 600 "$DIR/env"
+
+cat <<EOF
+petstore on etcd is running. Everything lives in $DIR.
+  etcd members:  $ENDPOINTS  (logs: $DIR/m1.log …)
+  petstore A:    http://127.0.0.1:$HTTP_A  (log: $DIR/petstore-A.log)
+  petstore B:    http://127.0.0.1:$HTTP_B  (log: $DIR/petstore-B.log)
+  API key:       $KEY  (also in $DIR/api-key)
+In another shell:
+  . $DIR/env
+  curl -s -X POST -H "Authorization: Bearer \$PETSTORE_API_KEYS" -H 'Content-Type: application/json' -d '{"name":"dog"}' \$PETSTORE_A/v1/categories
+  curl -s -H "Authorization: Bearer \$PETSTORE_API_KEYS" \$PETSTORE_B/v1/categories
+Ctrl-C here stops all five processes (or: deploy/cluster.sh stop $DIR).
+EOF
+
+# Serve until interrupted or until one of the processes exits.
+wait -n || true
+say "cluster.sh: a process exited; stopping the others (logs in $DIR)"

@@ -1,0 +1,693 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Integration tests against a real etcd cluster: three members on
+// 127.0.0.1, free ports, data in t.TempDir(), started and stopped by the
+// test itself. Without an etcd binary they skip loudly, unless
+// PETSTORE_TEST_REQUIRE_ETCD=1 (set by .ci/run), which makes them fail.
+
+// etcdCluster is a cluster a test started.
+type etcdCluster struct {
+	t       *testing.T
+	members []*etcdMember
+}
+
+// etcdMember is one etcd process and what it takes to start it again.
+type etcdMember struct {
+	name   string
+	client string // 127.0.0.1:port
+	args   []string
+	log    string // its stderr, kept in the test's temp dir
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// etcdBinary returns the path of etcd, or skips (or fails, when required).
+func etcdBinary(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("etcd")
+	if err != nil {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_ETCD") == "1" {
+			t.Fatalf("PETSTORE_TEST_REQUIRE_ETCD=1 but no etcd binary is on PATH (apt-get install etcd-server): %v", err)
+		}
+		t.Skip("********** SKIPPED: no etcd binary on PATH, so the etcd store was NOT tested against a real cluster. " +
+			"Install one (apt-get install etcd-server) or run .ci/run, which does, and sets PETSTORE_TEST_REQUIRE_ETCD=1. **********")
+	}
+	if testing.Short() {
+		t.Skip("starts an etcd cluster")
+	}
+	return path
+}
+
+// freePorts returns n ports that nothing listened on a moment ago. Holding
+// all the listeners until every port is known keeps them distinct.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// startEtcdCluster starts a 3-member cluster and waits, at most 30 s, until
+// every member reports itself healthy. Every member is killed at the end of
+// the test.
+func startEtcdCluster(t *testing.T) *etcdCluster {
+	t.Helper()
+	bin := etcdBinary(t)
+	const n = 3
+	ports := freePorts(t, 2*n)
+	dir := t.TempDir()
+	var initial []string
+	for i := range n {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i+1, ports[n+i]))
+	}
+	c := &etcdCluster{t: t}
+	for i := range n {
+		name := fmt.Sprintf("m%d", i+1)
+		client := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[n+i])
+		m := &etcdMember{name: name, client: client, log: filepath.Join(dir, name+".log"), args: []string{bin,
+			"--name", name, "--data-dir", filepath.Join(dir, name),
+			"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", fmt.Sprintf("petstore-test-%d", ports[0]),
+		}}
+		c.members = append(c.members, m)
+		m.start(t)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			m.kill()
+		}
+	})
+	c.waitHealthy(t, 30*time.Second)
+	return c
+}
+
+func (m *etcdMember) start(t *testing.T) {
+	t.Helper()
+	logFile, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(m.args[0], m.args[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// ETCD_* variables of the environment would override the flags.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ETCD_") })
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting etcd %s: %v", m.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+}
+
+// kill sends SIGKILL (kill -9) and waits, at most 10 s, for the process to
+// be gone. It does nothing to a member already killed.
+func (m *etcdMember) kill() {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// endpoints returns the members' client addresses, comma-separated.
+func (c *etcdCluster) endpoints() string {
+	var eps []string
+	for _, m := range c.members {
+		eps = append(eps, m.client)
+	}
+	return strings.Join(eps, ",")
+}
+
+// data returns PETSTORE_DATA for prefix on this cluster.
+func (c *etcdCluster) data(prefix string) string {
+	return "etcd://" + c.endpoints() + "/" + prefix
+}
+
+var etcdTestClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+// waitHealthy polls every running member's /health until all answer true.
+func (c *etcdCluster) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		healthy := 0
+		for _, m := range c.members {
+			resp, err := etcdTestClient.Get("http://" + m.client + "/health")
+			if err != nil {
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(body, []byte(`"health":"true"`)) {
+				healthy++
+			}
+		}
+		if healthy == len(c.members) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	c.dumpLogs(t)
+	t.Fatalf("etcd cluster not healthy within %v", within)
+}
+
+// leader returns the member that is the leader now, by asking each live
+// member for its status: the one whose member_id is the leader.
+func (c *etcdCluster) leader(t *testing.T) *etcdMember {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range c.members {
+			resp, err := etcdTestClient.Post("http://"+m.client+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Header etcdHeader `json:"header"`
+				Leader i64        `json:"leader"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberID {
+				return m
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling, bounded
+	}
+	t.Fatal("no etcd member says it is the leader")
+	return nil
+}
+
+func (c *etcdCluster) dumpLogs(t *testing.T) {
+	for _, m := range c.members {
+		b, _ := os.ReadFile(m.log)
+		if len(b) > 3000 {
+			b = b[len(b)-3000:]
+		}
+		t.Logf("etcd %s log (tail):\n%s", m.name, b)
+	}
+}
+
+// loadClient is an HTTP client for many concurrent requests to petstore.
+func loadClient(t *testing.T) *http.Client {
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// createVia posts a category named name to base and returns the status,
+// the category (on 201), the Location and the Retry-After header.
+func createVia(client *http.Client, base, key, name string) (int, categoryBody, http.Header, error) {
+	body, _ := json.Marshal(map[string]string{"name": name})
+	req, _ := http.NewRequest("POST", base+"/v1/categories", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, categoryBody{}, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var c categoryBody
+	if resp.StatusCode == http.StatusCreated {
+		if err := json.Unmarshal(b, &c); err != nil {
+			return resp.StatusCode, c, resp.Header, fmt.Errorf("201 body %s: %v", b, err)
+		}
+	} else if resp.StatusCode >= 400 {
+		var eb errorBody
+		if err := json.Unmarshal(b, &eb); err != nil || eb.Status != resp.StatusCode || resp.Header.Get("Content-Type") != "application/json" {
+			return resp.StatusCode, c, resp.Header, fmt.Errorf("status %d with a body that is not an Error: %s", resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, c, resp.Header, nil
+}
+
+// listVia returns the list of base, its ETag and status.
+func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBody, string, int) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/categories", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("list %s: %v", base, err)
+	}
+	defer resp.Body.Close()
+	var list []categoryBody
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			t.Fatalf("list %s: %v", base, err)
+		}
+	}
+	return list, resp.Header.Get("Etag"), resp.StatusCode
+}
+
+// waitList polls base's list, bounded by within, until it has n
+// categories, and returns it.
+func waitList(t *testing.T, client *http.Client, base, key string, n int, within time.Duration) ([]categoryBody, string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		list, etag, status := listVia(t, client, base, key)
+		if status == http.StatusOK && len(list) >= n || time.Now().After(deadline) {
+			if len(list) < n {
+				t.Fatalf("%s lists %d categories after %v, want %d", base, len(list), within, n)
+			}
+			return list, etag
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by within
+	}
+}
+
+// checkConsecutive checks that list holds ids 1..len(list) in order and no
+// name twice (ignoring case).
+func checkConsecutive(t *testing.T, list []categoryBody) {
+	t.Helper()
+	names := map[string]int64{}
+	for i, c := range list {
+		if c.ID != int64(i+1) {
+			t.Fatalf("list[%d] has id %d, want %d: ids must be 1..N without gap or duplicate", i, c.ID, i+1)
+		}
+		if other, dup := names[foldName(c.Name)]; dup {
+			t.Fatalf("name %q is in the list twice (ids %d and %d)", c.Name, other, c.ID)
+		}
+		names[foldName(c.Name)] = c.ID
+	}
+}
+
+// Two petstores on one prefix: ids 1..N across both, one 201 per name
+// among racing creates, a Location from one followed on the other at once,
+// and a create listed by the other within a second.
+func TestEtcdTwoInstances(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	a := startRun(t, baseEnv(cluster.data("two")))
+	b := startRun(t, baseEnv(cluster.data("two")))
+	bases := []string{a.url(""), b.url("")}
+	client := loadClient(t)
+
+	t.Run("ids 1..N across both", func(t *testing.T) {
+		const workers, each = 16, 10
+		var mu sync.Mutex
+		var ids []int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					status, c, _, err := createVia(client, bases[(w+i)%2], e2eKey, fmt.Sprintf("seq-%d-%d", w, i))
+					if err != nil || status != http.StatusCreated {
+						t.Errorf("create: status %d, %v", status, err)
+						return
+					}
+					mu.Lock()
+					ids = append(ids, c.ID)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(ids)
+		for i, id := range ids {
+			if id != int64(i+1) {
+				t.Fatalf("201 ids sorted: [%d] is %d, want %d (no gap, no duplicate)", i, id, i+1)
+			}
+		}
+		listA, etagA := waitList(t, client, bases[0], e2eKey, len(ids), time.Second)
+		listB, etagB := waitList(t, client, bases[1], e2eKey, len(ids), time.Second)
+		checkConsecutive(t, listA)
+		if len(listA) != len(listB) || etagA != etagB {
+			t.Errorf("the two instances list %d (ETag %s) and %d (ETag %s) categories; want the same list, same ETag", len(listA), etagA, len(listB), etagB)
+		}
+	})
+
+	t.Run("racing names", func(t *testing.T) {
+		const goroutines, names = 200, 50
+		var created [names]atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				name := fmt.Sprintf("Race-%d", g%names)
+				if g%3 == 0 {
+					name = strings.ToUpper(name) // the same name, ignoring case
+				}
+				status, _, _, err := createVia(client, bases[g%2], e2eKey, name)
+				switch {
+				case err != nil:
+					t.Errorf("create %s: %v", name, err)
+				case status == http.StatusCreated:
+					created[g%names].Add(1)
+				case status != http.StatusConflict:
+					t.Errorf("create %s: status %d, want 201 or 409", name, status)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range created {
+			if n := created[i].Load(); n != 1 {
+				t.Errorf("name Race-%d: %d answers 201, want exactly 1", i, n)
+			}
+		}
+	})
+
+	t.Run("location and propagation", func(t *testing.T) {
+		for i := range 5 {
+			from, to := bases[i%2], bases[(i+1)%2]
+			status, c, h, err := createVia(client, from, e2eKey, fmt.Sprintf("loc-%d", i))
+			if err != nil || status != http.StatusCreated {
+				t.Fatalf("create: %d %v", status, err)
+			}
+			created := time.Now()
+			req, _ := http.NewRequest("GET", to+h.Get("Location"), nil)
+			req.Header.Set("Authorization", "Bearer "+e2eKey)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(strconv.Quote(c.Name))) {
+				t.Errorf("GET %s on the other instance at once: %d %s", h.Get("Location"), resp.StatusCode, got)
+			}
+			mine, _, _ := listVia(t, client, from, e2eKey)
+			if len(mine) == 0 || mine[len(mine)-1].ID != c.ID {
+				t.Errorf("the instance that answered 201 does not list id %d at once", c.ID)
+			}
+			list, _ := waitList(t, client, to, e2eKey, int(c.ID), time.Second)
+			if list[c.ID-1].Name != c.Name {
+				t.Errorf("the other instance lists %q as id %d, want %q", list[c.ID-1].Name, c.ID, c.Name)
+			}
+			t.Logf("create %d: listed by the other instance %v after the 201", c.ID, time.Since(created).Round(time.Microsecond))
+		}
+	})
+}
+
+// getVia GETs path on base and returns the status, body and headers.
+func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []byte, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", base, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+// All members down: creates 503 unavailable with Retry-After, lists and
+// known categories still served from the cache, /healthz 503; members back:
+// creates work again, without restarting petstore.
+func TestEtcdQuorumLoss(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	svc := startRun(t, baseEnv(cluster.data("quorum")))
+	base := svc.url("")
+	client := loadClient(t)
+	for i := range 3 {
+		if status, _, _, err := createVia(client, base, e2eKey, fmt.Sprintf("before-%d", i)); err != nil || status != http.StatusCreated {
+			t.Fatalf("create before the outage: %d %v", status, err)
+		}
+	}
+	_, etagBefore, _ := listVia(t, client, base, e2eKey)
+
+	for _, m := range cluster.members {
+		m.kill()
+	}
+	status, _, h, err := createVia(client, base, e2eKey, "during")
+	if err != nil || status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Fatalf("create without a cluster: status %d, Retry-After %q, %v; want 503 with Retry-After", status, h.Get("Retry-After"), err)
+	}
+	list, etag, status := listVia(t, client, base, e2eKey)
+	if status != http.StatusOK || len(list) != 3 || etag != etagBefore {
+		t.Errorf("list without a cluster: status %d, %d categories, ETag %s; want 200, 3, %s", status, len(list), etag, etagBefore)
+	}
+	if status, body, _ := getVia(t, client, base, "/v1/categories/2", e2eKey); status != http.StatusOK {
+		t.Errorf("GET a cached category without a cluster: %d %s", status, body)
+	}
+	if status, body, h := getVia(t, client, base, "/v1/categories/4", e2eKey); status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Errorf("GET an id beyond the cache without a cluster: %d %s; want 503 (it cannot be known)", status, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body, h := getVia(t, client, base, "/healthz", "")
+		if status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"unavailable"`)) && h.Get("Retry-After") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz without a cluster: %d %s, want 503 unavailable", status, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded
+	}
+
+	for _, m := range cluster.members {
+		m.start(t)
+	}
+	cluster.waitHealthy(t, 30*time.Second)
+	deadline = time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		status, c, _, err := createVia(client, base, e2eKey, fmt.Sprintf("after-%d", i))
+		if err == nil && status == http.StatusCreated {
+			if c.ID != 4 {
+				t.Errorf("first create after the outage: id %d, want 4", c.ID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("creates still fail 20 s after the cluster came back: %d %v", status, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, bounded
+	}
+	if status, body, _ := getVia(t, client, base, "/healthz", ""); status != http.StatusOK {
+		t.Errorf("/healthz after the outage: %d %s", status, body)
+	}
+}
+
+// kill -9 of the etcd leader while 64 clients create through two
+// instances: every 201 is in the final list, ids are consecutive, no name
+// twice, and writes resume within seconds. Then kill -9 of one petstore:
+// the other keeps serving, and a restarted one catches up.
+func TestEtcdLeaderKill(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	env := map[string]string{"PETSTORE_DATA": cluster.data("kill")}
+	a, b := startBinary(t, env), startBinary(t, env)
+	bases := []string{a.url(""), b.url("")}
+	client := loadClient(t)
+
+	type created struct {
+		c      categoryBody
+		sentAt time.Time
+	}
+	var (
+		mu          sync.Mutex
+		oks         []created
+		unavailable int
+		stop        = make(chan struct{})
+		wg          sync.WaitGroup
+	)
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent := time.Now()
+				status, c, _, err := createVia(client, bases[g%2], binKey, fmt.Sprintf("k-%d-%d", g, i))
+				mu.Lock()
+				switch {
+				case err != nil:
+					t.Errorf("create: %v", err)
+				case status == http.StatusCreated:
+					oks = append(oks, created{c, sent})
+				case status == http.StatusServiceUnavailable:
+					unavailable++
+				default:
+					t.Errorf("create: status %d, want 201 or 503", status)
+				}
+				mu.Unlock()
+				if status == http.StatusServiceUnavailable {
+					time.Sleep(50 * time.Millisecond) // a client honouring Retry-After, shortened
+				}
+			}
+		}()
+	}
+	count := func(after time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range oks {
+			if o.sentAt.After(after) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
+		start := time.Now()
+		for !ok() {
+			if time.Since(start) > within {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%s: not within %v", what, within)
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition, bounded
+		}
+		return time.Since(start)
+	}
+	waitFor("100 creates before the kill", 20*time.Second, func() bool { return count(time.Time{}) >= 100 })
+	leader := cluster.leader(t)
+	killedAt := time.Now()
+	leader.kill()
+	resumed := waitFor("a create sent after the kill answered 201", 15*time.Second, func() bool { return count(killedAt) > 0 })
+	waitFor("100 creates after the kill", 20*time.Second, func() bool { return count(killedAt) >= 100 })
+	close(stop)
+	wg.Wait()
+	t.Logf("leader %s killed: first 201 for a create sent after it came %v later; %d creates answered 201, %d answered 503",
+		leader.name, resumed.Round(time.Millisecond), len(oks), unavailable)
+	if resumed > 10*time.Second {
+		t.Errorf("writes resumed %v after the leader was killed, want within 10 s", resumed)
+	}
+
+	maxID := int64(0)
+	for _, o := range oks {
+		maxID = max(maxID, o.c.ID)
+	}
+	list, _ := waitList(t, client, bases[0], binKey, int(maxID), 5*time.Second)
+	checkConsecutive(t, list)
+	for _, o := range oks {
+		if got := list[o.c.ID-1]; got.Name != o.c.Name {
+			t.Fatalf("201 for %q as id %d, but the list has %q there", o.c.Name, o.c.ID, got.Name)
+		}
+	}
+
+	a.cmd.Process.Kill()
+	a.wait(t, 10*time.Second)
+	status, c, _, err := createVia(client, bases[1], binKey, "after-petstore-kill")
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("create on the surviving petstore: %d %v", status, err)
+	}
+	restarted := startBinary(t, env)
+	listR, etagR := waitList(t, client, restarted.url(""), binKey, int(c.ID), 5*time.Second)
+	listB, etagB := waitList(t, client, bases[1], binKey, int(c.ID), time.Second)
+	if len(listR) != len(listB) || etagR != etagB {
+		t.Errorf("restarted petstore lists %d (ETag %s), the survivor %d (ETag %s)", len(listR), etagR, len(listB), etagB)
+	}
+}
+
+// runCommand runs petstore with args and env in-process, bounded in time,
+// and returns its stdout, stderr and result.
+func runCommand(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(t.Context(), append([]string{"petstore"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
+	}()
+	select {
+	case err := <-done:
+		return stdout.String(), stderr.String(), err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("petstore %v still running after 60 s", args)
+		return "", "", nil
+	}
+}
+
+// -import copies a journal into an empty prefix, keeping ids, and refuses
+// a prefix that holds categories; -export writes any store back in the
+// journal format.
+func TestEtcdImportExport(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	journalText := journalHeader + "\n" +
+		`{"id":1,"name":"dog","description":"Loyal"}` + "\n" +
+		`{"id":2,"name":"Cat"}` + "\n" +
+		`{"id":5,"name":"gap before me"}` + "\n"
+	for i := 6; i < 100; i++ { // more than one txn's worth
+		journalText += fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i) + "\n"
+	}
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(journalText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PETSTORE_DATA": cluster.data("imported"), "PETSTORE_ETCD_START_TIMEOUT": "10s"}
+
+	if _, stderr, err := runCommand(t, env, "-import", path); err != nil {
+		t.Fatalf("-import: %v; stderr %s", err, stderr)
+	}
+	if _, _, err := runCommand(t, env, "-import", path); err == nil || !strings.Contains(err.Error(), "empty prefix") {
+		t.Errorf("second -import: got %v, want a refusal of a non-empty prefix", err)
+	}
+	out, stderr, err := runCommand(t, env, "-export")
+	if err != nil || out != journalText {
+		t.Fatalf("-export from etcd: %v; stderr %s; got\n%.300s\nwant\n%.300s", err, stderr, out, journalText)
+	}
+	if out, _, err := runCommand(t, map[string]string{"PETSTORE_DATA": path}, "-export"); err != nil || out != journalText {
+		t.Errorf("-export from the journal: %v; got\n%.300s", err, out)
+	}
+	if _, _, err := runCommand(t, map[string]string{"PETSTORE_DATA": path}, "-import", path); err == nil || !strings.Contains(err.Error(), "PETSTORE_DATA") {
+		t.Errorf("-import into a journal: got %v, want an error naming PETSTORE_DATA", err)
+	}
+
+	svc := startRun(t, baseEnv(cluster.data("imported")))
+	client := loadClient(t)
+	if status, c, _, err := createVia(client, svc.url(""), e2eKey, "new"); err != nil || status != http.StatusCreated || c.ID != 100 {
+		t.Errorf("create after import: %d id %d %v; want 201 with id 100", status, c.ID, err)
+	}
+	if status, _, _, err := createVia(client, svc.url(""), e2eKey, "DOG"); err != nil || status != http.StatusConflict {
+		t.Errorf("create of an imported name: %d %v; want 409", status, err)
+	}
+}

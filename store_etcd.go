@@ -1,0 +1,800 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// etcdStore keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
+// and a cache of them in memory. Any number of petstore processes may share
+// one prefix. It is safe for concurrent use.
+//
+// Keys, all under /PREFIX/:
+//
+//	counter                  the last id assigned, in decimal
+//	names/<foldName(name)>   {"id":N,"token":"…"}: claims the name
+//	categories/<id, 19 digits> the Category JSON exactly as the API serves it
+//
+// Writes: the creates waiting on this instance share one txn (group
+// commit). It compares the counter's mod_revision with the one last seen
+// and every name key's create_revision with 0, and puts the counter, the
+// name keys and the records together; so ids are consecutive across all
+// instances and names unique. A 201 means etcd acknowledged the txn (a
+// quorum has it on disk).
+//
+// Reads: the cache is an index filled by a range at start and kept current
+// by one watch of categories/. Watch events come in revision order, which is
+// id order, so the index stays append-only and its bytes, hence its ETag,
+// are the same on every instance. Categories are never changed or deleted
+// by petstore.
+type etcdStore struct {
+	c        *etcdClient
+	log      *slog.Logger
+	keys     etcdKeys
+	w        *groupWriter
+	onCommit func(n int, took time.Duration) // see storeOptions
+
+	// The writer goroutine's view of the counter: the last id and the
+	// counter key's mod_revision (0 while it does not exist). A stale view
+	// costs one failed txn, whose failure branch brings the fresh one.
+	counter    int64
+	counterRev int64
+	seen       map[string]struct{}
+
+	// The cache. mu serialises its writers: the watch, the catch-up range
+	// reads and the name checks of the writer goroutine. Readers take
+	// snapshots and never wait.
+	mu       sync.Mutex
+	idx      *index
+	applied  int64         // the cache holds every category up to this revision
+	advanced chan struct{} // closed and replaced whenever the cache grows
+	catchMu  sync.Mutex    // one catch-up range read at a time
+
+	// down is why creates cannot be taken now, nil when they can. The
+	// write path and a background probe set it; Health reads it without
+	// any network I/O.
+	down atomic.Pointer[error]
+
+	stop      context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// etcdMaxBatch bounds the creates of one txn. etcd allows 128 operations in
+// each of a txn's lists (--max-txn-ops); a batch of n needs 1+n compares,
+// 1+2n puts and n+1 ranges. 40 leaves room for one more put per create
+// (idempotency keys, a later issue): 1+3·40 = 121.
+const etcdMaxBatch = 40
+
+// Time bounds of the etcd store.
+const (
+	// etcdCreateTimeout bounds a create batch, settling included: within
+	// it, a txn whose outcome is unknown is sent again until it is known.
+	etcdCreateTimeout = 10 * time.Second
+	// etcdCacheWait is how long a create that committed waits for the
+	// watch to bring its category into the cache before it reads the
+	// missing categories itself.
+	etcdCacheWait = 250 * time.Millisecond
+	// etcdProbeEvery is how often the background probe checks for a quorum.
+	etcdProbeEvery = time.Second
+	// etcdPageSize is the categories read per range request.
+	etcdPageSize = 1000
+)
+
+// etcdKeys are the keys of one prefix.
+type etcdKeys struct {
+	root, counter, names, categories, categoriesEnd []byte
+}
+
+func newEtcdKeys(prefix string) etcdKeys {
+	root := "/" + prefix + "/"
+	k := etcdKeys{
+		root:       []byte(root),
+		counter:    []byte(root + "counter"),
+		names:      []byte(root + "names/"),
+		categories: []byte(root + "categories/"),
+	}
+	k.categoriesEnd = prefixEnd(k.categories)
+	return k
+}
+
+func (k etcdKeys) category(id int64) []byte {
+	return fmt.Appendf(bytes.Clone(k.categories), "%019d", id)
+}
+
+func (k etcdKeys) name(folded string) []byte {
+	return append(bytes.Clone(k.names), folded...)
+}
+
+// idOf returns the id in a category key, or false for another key.
+func (k etcdKeys) idOf(key []byte) (int64, bool) {
+	digits, ok := bytes.CutPrefix(key, k.categories)
+	if !ok || len(digits) != 19 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(digits), 10, 64)
+	return id, err == nil && id > 0
+}
+
+// nameClaim is the value of a name key.
+type nameClaim struct {
+	ID    int64  `json:"id"`
+	Token string `json:"token"` // random per create: tells our claim from another's
+}
+
+// errUnavailable is the answer while etcd cannot take writes.
+var errUnavailable = apiErrorf(codeUnavailable, "the store cannot take creates now (the etcd cluster has no quorum or cannot be reached); lists and known categories are still served; retry later")
+
+// errOutcomeUnknown is the answer for a create that etcd neither confirmed
+// nor refused within the create's deadline.
+var errOutcomeUnknown = apiErrorf(codeUnavailable, "the etcd cluster did not confirm in time whether the category was stored; it may appear later: check GET /v1/categories before creating it again")
+
+// openEtcdStore waits for the cluster (at most cfg.startTimeout), fills the
+// cache and starts the watch and the health probe.
+func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
+	c, err := newEtcdClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &etcdStore{
+		c:        c,
+		log:      opts.log,
+		onCommit: opts.onCommit,
+		keys:     newEtcdKeys(cfg.prefix),
+		seen:     make(map[string]struct{}),
+		idx:      newIndex(0, 0),
+		advanced: make(chan struct{}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	defer cancel()
+	counter, err := waitForEtcd(ctx, c, s.keys, cfg)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	s.counter, s.counterRev = counter.value, counter.rev
+	if err := s.catchUp(ctx); err != nil {
+		c.close()
+		return nil, fmt.Errorf("reading the categories under %s: %w", s.keys.root, err)
+	}
+
+	bgCtx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.bg.Add(2)
+	go s.watchLoop(bgCtx)
+	go s.probeLoop(bgCtx)
+	s.w = newGroupWriter(etcdMaxBatch, s.commit, opts.onBatch)
+	s.log.Info("etcd: connected", "endpoints", strings.Join(cfg.endpoints, ","), "prefix", string(s.keys.root),
+		"categories", s.idx.snapshot().Len(), "revision", s.appliedRevision())
+	return s, nil
+}
+
+// counterState is the counter key as read.
+type counterState struct {
+	value, rev int64
+}
+
+func parseCounter(kvs []etcdKV) (counterState, error) {
+	if len(kvs) == 0 {
+		return counterState{}, nil
+	}
+	v, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	if err != nil || v < 0 {
+		return counterState{}, fmt.Errorf("etcd key %s holds %q, not an id", kvs[0].Key, truncate(string(kvs[0].Value), 40))
+	}
+	return counterState{value: v, rev: int64(kvs[0].ModRevision)}, nil
+}
+
+// waitForEtcd authenticates and reads the counter, linearizably (so a
+// quorum answered), retrying until ctx's deadline. An answer that no retry
+// can change (a refused password, no permission) ends the wait at once.
+func waitForEtcd(ctx context.Context, c *etcdClient, keys etcdKeys, cfg etcdConfig) (counterState, error) {
+	var last error
+	for attempt := 0; attempt < 10000; attempt++ {
+		err := c.authenticate(ctx)
+		if err == nil {
+			var r *rangeResponse
+			if r, err = c.rangeKeys(ctx, rangeRequest{Key: keys.counter}); err == nil {
+				return parseCounter(r.Kvs)
+			}
+		}
+		last = err
+		var ge *gatewayError
+		if errors.As(err, &ge) && !ge.transient() {
+			return counterState{}, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.endpoints, ","), err)
+		}
+		select {
+		case <-ctx.Done():
+			return counterState{}, fmt.Errorf("etcd at %s did not answer with a quorum within %v (PETSTORE_ETCD_START_TIMEOUT); last error: %v",
+				strings.Join(cfg.endpoints, ","), cfg.startTimeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return counterState{}, last
+}
+
+func (s *etcdStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
+
+// Get answers from the cache, and asks etcd for an id beyond it: a
+// Location from another instance can be followed here at once.
+func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
+	snap := s.idx.snapshot()
+	if body, ok := snap.get(id); ok {
+		return body, nil
+	}
+	if n := snap.Len(); n > 0 && id <= snap.items[n-1].id {
+		return nil, errNotFound // ids are never reused: a gap stays a gap
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*s.c.timeout)
+	defer cancel()
+	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: s.keys.category(id)})
+	if err != nil {
+		s.log.Warn("etcd: reading a category not yet in the cache failed", "id", id, "err", err)
+		return nil, errUnavailable
+	}
+	if len(r.Kvs) == 0 {
+		return nil, errNotFound
+	}
+	return r.Kvs[0].Value, nil
+}
+
+// Create queues nc for the next txn, then waits until the category is in
+// the cache, so that this instance lists it as soon as it answers 201.
+func (s *etcdStore) Create(_ context.Context, nc NewCategory) (Category, []byte, error) {
+	if err := s.Health(); err != nil {
+		return Category{}, nil, err
+	}
+	req := newCreateRequest(nc)
+	s.w.do(req)
+	if req.err != nil {
+		return Category{}, nil, req.err
+	}
+	return req.cat, s.awaitCached(req.cat), nil
+}
+
+// awaitCached returns the JSON of c once the cache has it. If the watch
+// does not bring it within etcdCacheWait, the missing categories are read
+// with a range; if even that fails, c's own JSON is returned (it is
+// committed; only the list lags).
+func (s *etcdStore) awaitCached(c Category) []byte {
+	timer := time.NewTimer(etcdCacheWait)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		advanced := s.advanced
+		s.mu.Unlock()
+		if body, ok := s.idx.snapshot().get(c.ID); ok {
+			return body
+		}
+		select {
+		case <-advanced:
+			continue
+		case <-timer.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.c.timeout)
+		err := s.catchUp(ctx)
+		cancel()
+		if body, ok := s.idx.snapshot().get(c.ID); ok {
+			return body
+		}
+		s.log.Warn("etcd: a created category is not in the cache yet", "id", c.ID, "err", err)
+		return c.appendJSON(nil)
+	}
+}
+
+// pendingCreate is a create of the batch under way, with its claim token.
+type pendingCreate struct {
+	req   *createRequest
+	token string
+	id    int64
+}
+
+// commit runs on the group writer's goroutine: one txn for the batch,
+// again for the creates left after a lost race, and again, unchanged, for
+// a txn whose outcome is unknown.
+//
+// Sending the same txn again settles an unknown outcome. If the first one
+// was applied, the counter has moved, so the second fails its compare, and
+// its failure branch reads the name keys back (linearizably): our tokens
+// are there, the creates are committed. If it was not applied, the second
+// one may succeed, and after it the first can never apply (its compare of
+// the counter fails from then on). Either way: never a duplicate, never a
+// 201 for a category that was not committed.
+func (s *etcdStore) commit(batch []*createRequest) {
+	pending := s.checkNames(batch)
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	defer cancel()
+
+	var unknown error // the last unknown outcome, while one may still apply
+	backoff := 20 * time.Millisecond
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if s.counter > math.MaxInt64-int64(len(pending)) {
+			for _, p := range pending {
+				p.req.err = errIDsExhausted
+			}
+			return
+		}
+		txn := s.buildTxn(pending)
+		start := time.Now()
+		resp, err := s.c.txn(ctx, txn)
+		switch {
+		case err == nil && resp.Succeeded:
+			if s.onCommit != nil {
+				s.onCommit(len(pending), time.Since(start))
+			}
+			for _, p := range pending {
+				p.req.cat.ID = p.id
+			}
+			s.counter += int64(len(pending))
+			s.counterRev = int64(resp.Header.Revision)
+			s.down.Store(nil)
+			return
+		case err == nil:
+			if pending, err = s.settle(pending, resp); err != nil {
+				failPending(pending, err)
+				return
+			}
+			unknown = nil
+			continue
+		case errors.Is(err, errUnknownOutcome):
+			unknown = err
+		case errors.Is(err, errEtcdUnreachable) && unknown != nil:
+			// An earlier attempt may still be applied: keep trying until
+			// the deadline tells us to give up.
+		case errors.Is(err, errEtcdUnreachable):
+			s.markDown(err)
+			failPending(pending, errUnavailable)
+			return
+		default:
+			// A final refusal (4xx): nothing was applied, and sending it
+			// again would not change the answer. The detail is logged.
+			failPending(pending, err)
+			return
+		}
+		if ctx.Err() != nil || attempt > 1000 {
+			s.markDown(unknown)
+			s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
+			failPending(pending, errOutcomeUnknown)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// checkNames answers 409 for names the cache knows and for a name given
+// twice in the batch, and returns the other creates with their tokens.
+func (s *etcdStore) checkNames(batch []*createRequest) []*pendingCreate {
+	clear(s.seen)
+	pending := make([]*pendingCreate, 0, len(batch))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, req := range batch {
+		if _, dup := s.seen[req.key]; dup || s.idx.has(req.key) {
+			req.err = errConflict(req.nc.Name)
+			continue
+		}
+		s.seen[req.key] = struct{}{}
+		req.cat = Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		pending = append(pending, &pendingCreate{req: req, token: rand.Text()})
+	}
+	return pending
+}
+
+// buildTxn gives the pending creates the ids after s.counter and builds
+// their txn. Built again from the same state, it is the same txn.
+func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
+	n := len(pending)
+	t := &txnRequest{
+		Compare: make([]etcdCompare, 0, 1+n),
+		Success: make([]etcdOp, 0, 1+2*n),
+		Failure: make([]etcdOp, 0, n+1),
+	}
+	rev := s.counterRev
+	t.Compare = append(t.Compare, etcdCompare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
+	zero := int64(0)
+	for i, p := range pending {
+		p.id = s.counter + int64(i) + 1
+		p.req.cat.ID = p.id
+		nameKey := s.keys.name(p.req.key)
+		claim, _ := json.Marshal(nameClaim{ID: p.id, Token: p.token})
+		t.Compare = append(t.Compare, etcdCompare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero})
+		t.Success = append(t.Success,
+			etcdOp{RequestPut: &putRequest{Key: nameKey, Value: claim}},
+			etcdOp{RequestPut: &putRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
+		t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: nameKey}})
+	}
+	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
+	t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: s.keys.counter, Value: last}})
+	t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: s.keys.counter}})
+	return t
+}
+
+// settle reads a failed txn's failure branch: one range per name key, then
+// the counter. A name key that holds our token is a create an earlier
+// attempt committed; one that holds another token is a conflict; the
+// others are retried with the fresh counter. It returns those.
+func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pendingCreate, error) {
+	if len(resp.Responses) != len(pending)+1 {
+		return pending, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(resp.Responses), len(pending)+1)
+	}
+	counterRange := resp.Responses[len(pending)].ResponseRange
+	if counterRange == nil {
+		return pending, errors.New("etcd: a failed txn did not answer the counter's range")
+	}
+	counter, err := parseCounter(counterRange.Kvs)
+	if err != nil {
+		return pending, err
+	}
+	for i := range pending {
+		if resp.Responses[i].ResponseRange == nil {
+			return pending, errors.New("etcd: a failed txn did not answer a name key's range")
+		}
+	}
+	retry := pending[:0] // filled behind the loop's reads
+	var committed int
+	for i, p := range pending {
+		r := resp.Responses[i].ResponseRange
+		if len(r.Kvs) == 0 {
+			retry = append(retry, p)
+			continue
+		}
+		var claim nameClaim
+		if err := json.Unmarshal(r.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
+			// Committed by an earlier attempt whose answer was lost.
+			p.req.cat.ID = claim.ID
+			committed++
+			continue
+		}
+		p.req.err = errConflict(p.req.nc.Name)
+	}
+	if committed > 0 {
+		s.down.Store(nil)
+	}
+	s.counter, s.counterRev = counter.value, counter.rev
+	return retry, nil
+}
+
+func failPending(pending []*pendingCreate, err error) {
+	for _, p := range pending {
+		p.req.err = err
+	}
+}
+
+// markDown records why creates fail, for Health, until the probe or a
+// create succeeds again.
+func (s *etcdStore) markDown(err error) {
+	if err == nil {
+		err = errEtcdUnreachable
+	}
+	s.down.Store(&err)
+}
+
+// Health reports errUnavailable while the last create or probe found no
+// quorum. It does no I/O.
+func (s *etcdStore) Health() error {
+	if s.down.Load() != nil {
+		return errUnavailable
+	}
+	return nil
+}
+
+// probeLoop checks every etcdProbeEvery that a quorum answers (a
+// linearizable read of the counter), so that Health follows the cluster
+// even while no create comes.
+func (s *etcdStore) probeLoop(ctx context.Context) {
+	defer s.bg.Done()
+	ticker := time.NewTicker(etcdProbeEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.c.timeout)
+		_, err := s.c.rangeKeys(pctx, rangeRequest{Key: s.keys.counter, CountOnly: true})
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		was := s.down.Load()
+		if err != nil {
+			if was == nil {
+				s.log.Warn("etcd: no quorum; creates answer 503 until it is back", "err", err)
+			}
+			s.markDown(err)
+		} else if was != nil {
+			s.log.Info("etcd: quorum is back; creates are taken again")
+			s.down.Store(nil)
+		}
+	}
+}
+
+// appliedRevision returns the revision the cache is complete up to.
+func (s *etcdStore) appliedRevision() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied
+}
+
+// apply adds the categories of kvs that follow the cache's last id, in
+// order, publishes them, and records that the cache is complete up to rev.
+// Records are never changed, so one already cached is skipped.
+func (s *etcdStore) apply(kvs []etcdKV, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := 0
+	for _, kv := range kvs {
+		id, ok := s.keys.idOf(kv.Key)
+		if !ok || id <= s.idx.lastID() {
+			continue
+		}
+		before := s.idx.lastID()
+		if _, err := replayRecord(s.idx, kv.Value); err != nil {
+			s.log.Error("etcd: a category record is not what petstore writes; the cache keeps what it could read", "key", string(kv.Key), "err", err)
+		}
+		if s.idx.lastID() != before {
+			added++
+		}
+	}
+	if rev > s.applied {
+		s.applied = rev
+	}
+	if added > 0 {
+		s.idx.publish()
+		close(s.advanced)
+		s.advanced = make(chan struct{})
+	}
+}
+
+// catchUp reads, page by page at one revision, the categories after the
+// cache's last id, and applies them. Used at start, on a compaction, and
+// by a create the watch is slow to confirm.
+func (s *etcdStore) catchUp(ctx context.Context) error {
+	s.catchMu.Lock()
+	defer s.catchMu.Unlock()
+	from := s.keys.category(s.idx.snapshot().lastIDOrZero() + 1)
+	var rev int64
+	for page := 0; page < math.MaxInt32; page++ {
+		r, err := s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: etcdPageSize, Revision: rev})
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			rev = int64(r.Header.Revision)
+		}
+		s.apply(r.Kvs, 0)
+		if !r.More || len(r.Kvs) == 0 {
+			break
+		}
+		from = append(bytes.Clone(r.Kvs[len(r.Kvs)-1].Key), 0)
+	}
+	s.apply(nil, rev)
+	return nil
+}
+
+// lastIDOrZero returns the greatest id in the snapshot, or 0.
+func (snap *snapshot) lastIDOrZero() int64 {
+	if len(snap.items) == 0 {
+		return 0
+	}
+	return snap.items[len(snap.items)-1].id
+}
+
+// watchLoop keeps the cache current: one watch of categories/ from the
+// revision after the cache's, resumed after a broken stream from the last
+// revision seen, and after a compaction from a fresh range.
+func (s *etcdStore) watchLoop(ctx context.Context) {
+	defer s.bg.Done()
+	backoff := 50 * time.Millisecond
+	warned := false
+	for ctx.Err() == nil {
+		from := s.appliedRevision() + 1
+		err := s.c.watch(ctx, s.keys.categories, s.keys.categoriesEnd, from, s.onEvents, func(rev int64) { s.apply(nil, rev) })
+		if ctx.Err() != nil {
+			return
+		}
+		var compacted *errCompacted
+		if errors.As(err, &compacted) {
+			s.log.Warn("etcd: the watch's revision was compacted; reading the categories again", "from", from, "compacted", compacted.revision)
+			if err := s.catchUp(ctx); err != nil {
+				s.log.Warn("etcd: reading the categories after a compaction failed; retrying", "err", err)
+			}
+			continue
+		}
+		if s.appliedRevision() >= from {
+			backoff, warned = 50*time.Millisecond, false // it made progress: the cluster is fine
+		}
+		if !warned {
+			// Once per outage, not once per attempt.
+			s.log.Warn("etcd: the watch broke; resuming on the next endpoint", "from", s.appliedRevision()+1, "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// onEvents applies one batch of watch events.
+func (s *etcdStore) onEvents(events []watchEvent) error {
+	kvs := make([]etcdKV, 0, len(events))
+	var rev int64
+	for _, e := range events {
+		rev = max(rev, int64(e.KV.ModRevision))
+		if e.Type == "DELETE" || e.Type == "1" {
+			// petstore never deletes: someone did by hand. Ids are never
+			// reused, so the cache keeps the category until a restart.
+			s.log.Warn("etcd: a category key was deleted outside petstore; this instance keeps serving it until it restarts", "key", string(e.KV.Key))
+			continue
+		}
+		kvs = append(kvs, e.KV)
+	}
+	s.apply(kvs, rev)
+	return nil
+}
+
+func (s *etcdStore) Close() error {
+	s.closeOnce.Do(func() {
+		s.w.close()
+		s.stop()
+		s.bg.Wait()
+		s.c.close()
+	})
+	return nil
+}
+
+// exportCategories writes the categories of the store PETSTORE_DATA names
+// to w in the journal format (petstore -export): a file a journal-backed
+// petstore can start from.
+func exportCategories(cfg config, log *slog.Logger, w io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
+		// Opening a journal creates a missing one: export must not.
+		if _, err := os.Stat(cfg.dataPath); err != nil {
+			return fmt.Errorf("PETSTORE_DATA: %w", err)
+		}
+	}
+	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd})
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	defer store.Close()
+	snap, err := store.List(context.Background())
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(journalHeader + "\n")
+	for _, it := range snap.items {
+		body, _ := snap.get(it.id)
+		bw.Write(body)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// importJournal copies the journal at path into the empty prefix that
+// PETSTORE_DATA names, keeping ids (petstore -import). It refuses a prefix
+// that holds any key: merging two id sequences has no right answer.
+func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) {
+		return errors.New("PETSTORE_DATA: -import copies a journal into etcd; set PETSTORE_DATA=etcd://HOST:PORT[,…][/PREFIX]")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("-import: %w", err)
+	}
+	// Opened as a petstore would: its checks, and its lock, so that no
+	// petstore appends to it while it is copied.
+	js, err := openJournalStore(path, storeOptions{log: log})
+	if err != nil {
+		return fmt.Errorf("-import %s: %w", path, err)
+	}
+	defer js.Close()
+	snap := js.idx.snapshot()
+
+	c, err := newEtcdClient(cfg.etcd)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	keys := newEtcdKeys(cfg.etcd.prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.etcd.startTimeout)
+	counter, err := waitForEtcd(ctx, c, keys, cfg.etcd)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	r, err := c.rangeKeys(ctx, rangeRequest{Key: keys.root, RangeEnd: prefixEnd(keys.root), CountOnly: true})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	if r.Count > 0 {
+		return fmt.Errorf("PETSTORE_DATA: the prefix %s already holds %d keys; -import copies a journal into an empty prefix only", keys.root, r.Count)
+	}
+
+	seen := map[string]struct{}{}
+	for start := 0; start < len(snap.items); start += etcdMaxBatch {
+		items := snap.items[start:min(start+etcdMaxBatch, len(snap.items))]
+		last := items[len(items)-1].id
+		rev := counter.rev
+		t := &txnRequest{Compare: []etcdCompare{{Target: "MOD", Result: "EQUAL", Key: keys.counter, ModRevision: &rev}}}
+		for _, it := range items {
+			body, _ := snap.get(it.id)
+			var cat struct {
+				Name string `json:"name"`
+			}
+			if err := json.Unmarshal(body, &cat); err != nil {
+				return err
+			}
+			if _, dup := seen[foldName(cat.Name)]; !dup {
+				// A name two records share (a Go whose folding told them
+				// apart wrote the journal) is claimed by the first.
+				seen[foldName(cat.Name)] = struct{}{}
+				claim, _ := json.Marshal(nameClaim{ID: it.id, Token: "import"})
+				t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.name(foldName(cat.Name)), Value: claim}})
+			}
+			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.category(it.id), Value: body}})
+		}
+		t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.counter, Value: strconv.AppendInt(nil, last, 10)}})
+		t.Failure = []etcdOp{{RequestRange: &rangeRequest{Key: keys.counter}}}
+		if counter, err = importBatch(c, t, last); err != nil {
+			return fmt.Errorf("-import: after %d of %d categories: %w", start, len(snap.items), err)
+		}
+	}
+	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", len(snap.items), path, keys.root)
+	return nil
+}
+
+// importBatch sends one txn of an import, again while its outcome is
+// unknown, and returns the counter after it.
+func importBatch(c *etcdClient, t *txnRequest, last int64) (counterState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		resp, err := c.txn(ctx, t)
+		switch {
+		case err == nil && resp.Succeeded:
+			return counterState{value: last, rev: int64(resp.Header.Revision)}, nil
+		case err == nil:
+			cr := resp.Responses[0].ResponseRange
+			if cr == nil {
+				return counterState{}, errors.New("etcd: a failed txn did not answer the counter's range")
+			}
+			now, err := parseCounter(cr.Kvs)
+			if err == nil && now.value == last {
+				return now, nil // an attempt whose answer was lost was applied
+			}
+			return counterState{}, errors.New("another writer changed the prefix during the import")
+		case errors.Is(err, errUnknownOutcome) && ctx.Err() == nil && attempt < 100:
+			continue
+		default:
+			return counterState{}, err
+		}
+	}
+}
