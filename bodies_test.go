@@ -57,7 +57,7 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	}
 
 	first, firstRest := open("first", 70_000) // past one block: holds both
-	waitFor("the first body holds the budget", func() bool { return len(budget.blocks) == 2 })
+	waitFor("the first body holds the budget", func() bool { return budget.free.Load() == 0 })
 	second, secondRest := open("second", 70_000)
 	io.WriteString(second, secondRest)
 	waitFor("the second body waits", func() bool { return budget.waiting.Load() == 1 })
@@ -69,5 +69,5 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	if got := status(second); got != http.StatusCreated {
 		t.Errorf("second: status %d, want 201", got)
 	}
-	waitFor("the budget is given back", func() bool { return len(budget.blocks) == 0 })
+	waitFor("the budget is given back", func() bool { return budget.free.Load() == 2 })
 }

@@ -20,6 +20,8 @@ type NewCategory struct {
 	Name           string
 	Description    string
 	HasDescription bool // an absent description stays absent in answers
+
+	idem *idempotencyKey // the create's Idempotency-Key, if it was sent one
 }
 
 // Category is a stored category.

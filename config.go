@@ -27,6 +27,7 @@ type config struct {
 	pets         deprecation
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
+	idemTTL      time.Duration
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -43,6 +44,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if isEtcdURL(cfg.dataPath) {
 		if cfg.etcd, err = loadEtcdConfig(getenv, cfg.dataPath); err != nil {
 			return cfg, err
+		}
+	}
+	cfg.idemTTL = defaultIdempotencyTTL
+	if v, set := lookup(getenv, "PETSTORE_IDEMPOTENCY_TTL"); set {
+		if cfg.idemTTL, err = time.ParseDuration(v); err != nil || cfg.idemTTL <= 0 {
+			return cfg, fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
 		}
 	}
 	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {

@@ -62,7 +62,7 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 			defer wg.Done()
 			for n := 0; n < 10000 && ctx.Err() == nil; n++ {
 				name := fmt.Sprintf("crash-%d-%d-%d", iteration, w, n)
-				id, ok := createOverHTTP(ctx, client, p.url(""), name)
+				id, ok := createOverHTTP(ctx, client, p.url(""), name, "")
 				select {
 				case <-killed:
 					if !ok {
@@ -92,10 +92,15 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 	return acked
 }
 
-func createOverHTTP(ctx context.Context, client *http.Client, base, name string) (int64, bool) {
+// createOverHTTP creates a category named name, with an Idempotency-Key
+// unless idemKey is "", and returns its id; false when no 201 came back.
+func createOverHTTP(ctx context.Context, client *http.Client, base, name, idemKey string) (int64, bool) {
 	req, err := newAPIRequest(ctx, "POST", base+"/v1/categories", binKey, `{"name":"`+name+`"}`)
 	if err != nil {
 		return 0, false
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -133,9 +138,98 @@ func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
 			t.Fatalf("acknowledged category %d %q: after restart got %q", id, name, byID[id])
 		}
 	}
-	id, ok := createOverHTTP(context.Background(), http.DefaultClient, p.url(""), fmt.Sprintf("after-restart-%d", len(list)))
+	id, ok := createOverHTTP(context.Background(), http.DefaultClient, p.url(""), fmt.Sprintf("after-restart-%d", len(list)), "")
 	if !ok || id <= maxID {
 		t.Fatalf("create after restart: id %d (ok %v), want greater than %d", id, ok, maxID)
 	}
 	acked[id] = fmt.Sprintf("after-restart-%d", len(list))
+}
+
+// kill -9 during creates sent with Idempotency-Keys, restart, retry every
+// key: each create whose 201 was seen replays the same id; each one never
+// answered either replays (it was committed) or creates once; nothing is
+// created twice (decisions.md, "Safe retries").
+func TestCrashKeepsIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	dataPath := filepath.Join(t.TempDir(), "petstore.jsonl")
+	p := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+	client := &http.Client{Timeout: 5 * time.Second}
+	type attempt struct {
+		name  string
+		acked int64 // the id its 201 gave; 0: no answer seen
+	}
+	var (
+		mu       sync.Mutex
+		attempts = map[string]*attempt{} // by Idempotency-Key
+		wg       sync.WaitGroup
+		killOnce sync.Once
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	killAfter := 50 + rand.IntN(200)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 2000 && ctx.Err() == nil; n++ {
+				key, name := fmt.Sprintf("k-%d-%d", w, n), fmt.Sprintf("keyed-%d-%d", w, n)
+				mu.Lock()
+				attempts[key] = &attempt{name: name}
+				mu.Unlock()
+				id, ok := createOverHTTP(ctx, client, p.url(""), name, key)
+				if !ok {
+					return // the process is gone
+				}
+				mu.Lock()
+				attempts[key].acked = id
+				acked := 0
+				for _, a := range attempts {
+					if a.acked != 0 {
+						acked++
+					}
+				}
+				mu.Unlock()
+				if acked >= killAfter {
+					killOnce.Do(func() { p.signal(t, syscall.SIGKILL) })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	killOnce.Do(func() { p.signal(t, syscall.SIGKILL) })
+	p.wait(t, 10*time.Second)
+
+	p2 := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+	replayed, fresh := 0, 0
+	for key, a := range attempts {
+		resp, body := send(t, newClient(t), "POST", p2.url("/v1/categories"), binKey, `{"name":"`+a.name+`"}`, map[string]string{"Idempotency-Key": key})
+		wantStatus(t, "retry of "+key, resp, body, http.StatusCreated)
+		var c categoryBody
+		json.Unmarshal(body, &c)
+		isReplay := resp.Header.Get("Idempotent-Replayed") == "true"
+		switch {
+		case a.acked != 0 && (!isReplay || c.ID != a.acked):
+			t.Errorf("%s was answered 201 with id %d; its retry: id %d, replayed %v", key, a.acked, c.ID, isReplay)
+		case isReplay:
+			replayed++
+		default:
+			fresh++
+		}
+	}
+	resp, body := send(t, newClient(t), "GET", p2.url("/v1/categories"), binKey, "", nil)
+	wantStatus(t, "list", resp, body, http.StatusOK)
+	var list []categoryBody
+	json.Unmarshal(body, &list)
+	seen := map[string]bool{}
+	for _, c := range list {
+		if seen[c.Name] {
+			t.Errorf("%q is in the list twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	if len(list) != len(attempts) {
+		t.Errorf("categories: got %d, want %d, one per key", len(list), len(attempts))
+	}
+	t.Logf("%d keys: %d retries replayed, %d created afresh after the kill", len(attempts), replayed, fresh)
+	p2.stop(t)
 }

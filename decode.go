@@ -21,38 +21,36 @@ const maxBodyBytes = 1 << 20
 // sent as application/json within maxBodyBytes, and returns its members in
 // order, each name once. Every failure is an *apiError: 415, 413, 408
 // request_timeout or 400 invalid_json. The body's bytes count against bodies
-// (nil: no bound) until the handler returns, since the members hold slices
-// of them.
-func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget) ([]member, error) {
+// (nil: no bound) until the caller gives back the blocks it returns, held,
+// with bodies.release, once it no longer needs the members, which hold
+// slices of them (also after an error).
+func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget) (members []member, held int64, err error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if r.ContentLength > maxBodyBytes {
-		return nil, errPayloadTooLarge
+		return nil, 0, errPayloadTooLarge
 	}
 	body, held, err := readBody(r.Context(), bodies, http.MaxBytesReader(w, r.Body, maxBodyBytes), r.ContentLength)
-	if held > 0 {
-		context.AfterFunc(r.Context(), func() { bodies.release(held) }) // the request context ends when the handler returns
-	}
 	if err != nil {
-		return nil, bodyReadError(w, r, err)
+		return nil, held, bodyReadError(w, r, err)
 	}
 	if err := checkJSONValue(body); err != nil {
-		return nil, err
+		return nil, held, err
 	}
-	members, err := objectMembers(body, make([]member, 0, 4))
+	members, err = objectMembers(body, make([]member, 0, 4))
 	if err == errNotObject {
-		return nil, apiErrorf(codeInvalidJSON, "request body must be a JSON object, got %s", jsonKind(bytes.TrimLeft(body, " \t\r\n")))
+		return nil, held, apiErrorf(codeInvalidJSON, "request body must be a JSON object, got %s", jsonKind(bytes.TrimLeft(body, " \t\r\n")))
 	}
 	if err != nil {
-		return nil, err
+		return nil, held, err
 	}
 	// Which of two values would count is anyone's guess (RFC 8259 section
 	// 4), so the body is malformed, whatever else is wrong with it.
 	if name, ok := duplicateMember(members); ok {
-		return nil, apiErrorf(codeInvalidJSON, "request body has member %s more than once", quoteMemberName(name))
+		return nil, held, apiErrorf(codeInvalidJSON, "request body has member %s more than once", quoteMemberName(name))
 	}
-	return members, nil
+	return members, held, nil
 }
 
 var errPayloadTooLarge = apiErrorf(codePayloadTooLarge, "request body must be at most %d bytes", maxBodyBytes)
@@ -107,17 +105,18 @@ func checkContentType(contentType string) error {
 // or maxBodyBytes), waiting when they are spent; the buffer then grows by
 // doubling as bytes arrive, so that a declared length costs memory only as
 // its bytes come. It returns how many blocks it holds, also on error.
-func readBody(ctx context.Context, bodies *bodyBudget, body io.Reader, size int64) ([]byte, int, error) {
+func readBody(ctx context.Context, bodies *bodyBudget, body io.Reader, size int64) ([]byte, int64, error) {
 	limit := size
 	if size < 0 {
 		limit = maxBodyBytes + 1 // room to see that a chunked body is too large
 	}
-	held := 0
+	var held int64
 	if bodies != nil && limit > 0 {
-		var err error
-		if held, err = bodies.acquire(ctx, int((limit+bodyBlock-1)/bodyBlock)); err != nil {
-			return nil, held, err
+		n := (limit + bodyBlock - 1) / bodyBlock
+		if err := bodies.acquire(ctx, n); err != nil {
+			return nil, 0, err
 		}
+		held = n
 	}
 	var buf []byte
 	for int64(len(buf)) < limit {
@@ -144,71 +143,85 @@ const bodyBlock = 64 << 10
 
 // bodyBudget bounds the memory that request bodies hold at once, across all
 // requests: a thousand clients each sending 1 MiB would otherwise hold a
-// gigabyte (issue 8). A body takes all its blocks before reading; one body
-// at a time takes them, so that no two hold a part each and wait for each
-// other. A reader that finds the budget spent waits, at most maxWait, for
-// others to finish. It is safe for concurrent use.
+// gigabyte (issue 8). A body takes all its blocks at once, before reading,
+// so that no two hold a part each and wait for each other. Taking them is
+// one compare-and-swap while the budget has room and nobody waits; a reader
+// that finds it spent waits, at most maxWait, in turn with other waiters,
+// for others to finish. It is safe for concurrent use.
 type bodyBudget struct {
-	blocks  chan struct{} // one token per block held
-	turn    chan struct{} // one token: the reader taking blocks
+	free    atomic.Int64  // blocks not held
+	turn    chan struct{} // one token: the waiter next in line
+	room    chan struct{} // a release wakes the waiter in line
 	maxWait time.Duration
-	waiting atomic.Int64 // readers waiting for blocks, for tests and the curious
+	waiting atomic.Int64 // readers waiting for blocks
 }
 
 // newBodyBudget makes a budget of size bytes, rounded down to whole blocks;
 // it must hold at least one largest body, maxBodyBytes, for every body to fit.
 func newBodyBudget(size int64, maxWait time.Duration) *bodyBudget {
-	return &bodyBudget{blocks: make(chan struct{}, max(1, size/bodyBlock)), turn: make(chan struct{}, 1), maxWait: maxWait}
+	b := &bodyBudget{turn: make(chan struct{}, 1), room: make(chan struct{}, 1), maxWait: maxWait}
+	b.free.Store(max(1, size/bodyBlock))
+	return b
 }
 
 // errBodyWait says a body waited for memory longer than its budget's maxWait.
 var errBodyWait = errors.New("request body waited too long for memory")
 
-// acquire takes n blocks, waiting while the budget is spent, until ctx ends
-// or maxWait has passed. It returns how many it took, also on error.
-func (b *bodyBudget) acquire(ctx context.Context, n int) (int, error) {
-	select {
-	case b.turn <- struct{}{}:
-	default:
-		if err := b.wait(ctx, b.turn); err != nil {
-			return 0, err
+// take takes n blocks if they are free.
+func (b *bodyBudget) take(n int64) bool {
+	for {
+		free := b.free.Load()
+		if free < n {
+			return false
+		}
+		if b.free.CompareAndSwap(free, free-n) {
+			return true
 		}
 	}
-	defer func() { <-b.turn }()
-	got := 0
-	for ; got < n; got++ {
-		select {
-		case b.blocks <- struct{}{}:
-			continue
-		default:
-		}
-		if err := b.wait(ctx, b.blocks); err != nil {
-			return got, err
-		}
-	}
-	return got, nil
 }
 
-// wait puts a token in tokens, waiting at most maxWait.
-func (b *bodyBudget) wait(ctx context.Context, tokens chan struct{}) error {
-	b.waiting.Add(1)
+// acquire takes n blocks, waiting while the budget is spent, until ctx ends
+// or maxWait has passed. Readers that wait are served in turn: a large body
+// is not passed over again and again by small ones.
+func (b *bodyBudget) acquire(ctx context.Context, n int64) error {
+	if b.waiting.Load() == 0 && b.take(n) {
+		return nil
+	}
+	b.waiting.Add(1) // before trying again: a release now wakes us
 	defer b.waiting.Add(-1)
 	timer := time.NewTimer(b.maxWait)
 	defer timer.Stop()
 	select {
-	case tokens <- struct{}{}:
-		return nil
+	case b.turn <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
 		return errBodyWait
 	}
+	defer func() { <-b.turn }()
+	for !b.take(n) {
+		select {
+		case <-b.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return errBodyWait
+		}
+	}
+	return nil
 }
 
 // release gives back n blocks.
-func (b *bodyBudget) release(n int) {
-	for range n {
-		<-b.blocks
+func (b *bodyBudget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.free.Add(n)
+	if b.waiting.Load() > 0 {
+		select {
+		case b.room <- struct{}{}:
+		default: // a wake-up is pending already
+		}
 	}
 }
 

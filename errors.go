@@ -25,6 +25,8 @@ const (
 	codeInternal             = "internal"
 	codeNotImplemented       = "not_implemented"
 	codeRateLimited          = "rate_limited"
+	codeIdempotencyKeyInUse  = "idempotency_key_in_use"
+	codeIdempotencyKeyReused = "idempotency_key_reused"
 	codeRequestTimeout       = "request_timeout"
 	codeUnavailable          = "unavailable"
 )
@@ -45,6 +47,8 @@ var statusOf = map[string]int{
 	codeInternal:             http.StatusInternalServerError,
 	codeNotImplemented:       http.StatusNotImplemented,
 	codeRateLimited:          http.StatusTooManyRequests,
+	codeIdempotencyKeyInUse:  http.StatusConflict,
+	codeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnavailable:          http.StatusServiceUnavailable,
 }
@@ -81,9 +85,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	factsOf(r).err = err
 	status := statusOf[ae.code]
-	if ae.code == codeUnavailable {
-		// The store recovers on its own (an etcd quorum comes back); a
-		// second is about how long an election takes.
+	if ae.code == codeUnavailable || ae.code == codeIdempotencyKeyInUse {
+		// Both pass on their own: an etcd quorum comes back (an election
+		// takes about a second), a create in flight ends (a commit takes
+		// milliseconds).
 		w.Header()["Retry-After"] = retryAfterOne
 	}
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))

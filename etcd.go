@@ -159,6 +159,14 @@ type (
 	putRequest struct {
 		Key   []byte `json:"key"`
 		Value []byte `json:"value"`
+		Lease int64  `json:"lease,omitempty"` // the key goes when the lease expires
+	}
+	leaseGrantRequest struct {
+		TTL int64 `json:"TTL"` // seconds
+	}
+	leaseGrantResponse struct {
+		ID  i64 `json:"ID"`
+		TTL i64 `json:"TTL"`
 	}
 	// etcdCompare: the one of CreateRevision and ModRevision that Target
 	// names is sent, zero included, so that the compare never depends on
@@ -431,6 +439,18 @@ func (c *etcdClient) rangeKeys(ctx context.Context, r rangeRequest) (*rangeRespo
 		return nil, err
 	}
 	return &out, nil
+}
+
+// leaseGrant asks for a lease of ttl seconds and returns its id.
+func (c *etcdClient) leaseGrant(ctx context.Context, ttl int64) (int64, error) {
+	var out leaseGrantResponse
+	if err := c.call(ctx, "/v3/lease/grant", leaseGrantRequest{TTL: ttl}, &out, true); err != nil {
+		return 0, err
+	}
+	if out.ID == 0 {
+		return 0, errors.New("etcd granted a lease without an id")
+	}
+	return int64(out.ID), nil
 }
 
 // txn sends a transaction; see call for what its errors mean.

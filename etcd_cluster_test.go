@@ -399,6 +399,55 @@ func TestEtcdTwoInstances(t *testing.T) {
 		}
 	})
 
+	t.Run("idempotency key replays on the other instance", func(t *testing.T) {
+		post := func(base, idemKey, name string) (*http.Response, []byte) {
+			return send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": idemKey})
+		}
+		first, body := post(bases[0], `"cross-1"`, "cross instance")
+		wantStatus(t, "first create", first, body, http.StatusCreated)
+		// At once on the other instance: its txn finds the key.
+		again, againBody := post(bases[1], `"cross-1"`, "cross instance")
+		wantStatus(t, "retry on the other instance", again, againBody, http.StatusCreated)
+		if again.Header.Get("Idempotent-Replayed") != "true" || string(againBody) != string(body) || again.Header.Get("Location") != first.Header.Get("Location") {
+			t.Errorf("retry on the other instance: %s (replayed %q, Location %q), want %s replayed at %s",
+				againBody, again.Header.Get("Idempotent-Replayed"), again.Header.Get("Location"), body, first.Header.Get("Location"))
+		}
+		// And again there: now from its own table.
+		third, thirdBody := post(bases[1], `"cross-1"`, "cross instance")
+		if third.Header.Get("Idempotent-Replayed") != "true" || string(thirdBody) != string(body) {
+			t.Errorf("second retry on the other instance: %d %s", third.StatusCode, thirdBody)
+		}
+		other, otherBody := post(bases[1], `"cross-1"`, "another name")
+		wantStatus(t, "the key with another request", other, otherBody, http.StatusUnprocessableEntity)
+		// Racing one key on both instances: one category.
+		var wg sync.WaitGroup
+		statuses := make(chan int, 20)
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, _ := post(bases[i%2], `"cross-race"`, "raced by key")
+				statuses <- resp.StatusCode
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		for st := range statuses {
+			if st != http.StatusCreated && st != http.StatusConflict {
+				t.Errorf("a raced create with one key: %d, want 201 (first or replay) or 409 (in use)", st)
+			}
+		}
+		list, _ := waitList(t, client, bases[0], e2eKey, 1, time.Second)
+		n := 0
+		for _, c := range list {
+			if c.Name == "raced by key" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("categories made by one key raced on two instances: %d, want 1", n)
+		}
+	})
 	t.Run("location and propagation", func(t *testing.T) {
 		for i := range 5 {
 			from, to := bases[i%2], bases[(i+1)%2]

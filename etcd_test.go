@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -390,42 +389,22 @@ func openFakeStore(t *testing.T, cfg etcdConfig) *etcdStore {
 	return s
 }
 
-func mustEtcdCreate(t *testing.T, s Store, name string) Category {
-	t.Helper()
-	c, body, err := s.Create(context.Background(), NewCategory{Name: name})
-	if err != nil {
-		t.Fatalf("create %q: %v", name, err)
-	}
-	if want := string(c.appendJSON(nil)); string(body) != want {
-		t.Fatalf("create %q: body %s, want %s", name, body, want)
-	}
-	return c
-}
-
-func listOf(t *testing.T, s Store) string {
-	t.Helper()
-	snap, _ := s.List(context.Background())
-	var b bytes.Buffer
-	snap.WriteTo(&b)
-	return b.String()
-}
-
 func TestEtcdStoreOnFakeGateway(t *testing.T) {
 	for _, style := range []string{"3.4", "3.6"} {
 		t.Run(style, func(t *testing.T) {
 			f, srv := newFakeEtcd(t, style)
 			s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
 			for i, name := range []string{"dog", "cat"} {
-				if c := mustEtcdCreate(t, s, name); c.ID != int64(i+1) {
-					t.Errorf("id of %q: got %d, want %d", name, c.ID, i+1)
+				if c := mustStoreCreate(t, s, name); c.id != int64(i+1) {
+					t.Errorf("id of %q: got %d, want %d", name, c.id, i+1)
 				}
 			}
-			_, _, err := s.Create(context.Background(), NewCategory{Name: "DOG"})
+			_, err := s.Create(context.Background(), NewCategory{Name: "DOG"})
 			var ae *apiError
 			if !errors.As(err, &ae) || ae.code != codeConflict {
 				t.Errorf("create DOG: got %v, want a conflict", err)
 			}
-			if got, want := listOf(t, s), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
+			if got, want := listString(t, s), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
 				t.Errorf("list: got %s, want %s", got, want)
 			}
 			f.mu.Lock()
@@ -461,10 +440,10 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 				return ""
 			}
 			s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
-			if c := mustEtcdCreate(t, s, "dog"); c.ID != 1 {
-				t.Errorf("id: got %d, want 1", c.ID)
+			if c := mustStoreCreate(t, s, "dog"); c.id != 1 {
+				t.Errorf("id: got %d, want 1", c.id)
 			}
-			mustEtcdCreate(t, s, "cat")
+			mustStoreCreate(t, s, "cat")
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if f.txns != 3 {
@@ -473,7 +452,7 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 			if got := string(f.kvs["/p/counter"].value); got != "2" {
 				t.Errorf("counter: got %q, want 2", got)
 			}
-			if got := listOf(t, s); got != `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]` {
+			if got := listString(t, s); got != `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]` {
 				t.Errorf("list: got %s", got)
 			}
 		})
@@ -492,13 +471,13 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	f.kvs["/p/names/dog"] = &fakeKV{value: []byte(`{"id":1,"token":"other"}`), create: f.rev, mod: f.rev, ver: 1}
 	f.kvs["/p/categories/0000000000000000001"] = &fakeKV{value: []byte(`{"id":1,"name":"Dog"}`), create: f.rev, mod: f.rev, ver: 1}
 	f.mu.Unlock()
-	_, _, err := s.Create(context.Background(), NewCategory{Name: "dog"})
+	_, err := s.Create(context.Background(), NewCategory{Name: "dog"})
 	var ae *apiError
 	if !errors.As(err, &ae) || ae.code != codeConflict {
 		t.Fatalf("create dog: got %v, want a conflict", err)
 	}
-	if c := mustEtcdCreate(t, s, "cat"); c.ID != 2 {
-		t.Errorf("cat: got id %d, want 2", c.ID)
+	if c := mustStoreCreate(t, s, "cat"); c.id != 2 {
+		t.Errorf("cat: got id %d, want 2", c.id)
 	}
 }
 
@@ -512,7 +491,7 @@ func TestEtcdClientRotatesEndpoints(t *testing.T) {
 	ln.Close() // nothing listens there now: connections are refused
 	_, srv := newFakeEtcd(t, "3.4")
 	s := openFakeStore(t, etcdConfig{endpoints: []string{dead, srv.URL}})
-	mustEtcdCreate(t, s, "dog")
+	mustStoreCreate(t, s, "dog")
 }
 
 // 401 (gRPC code 16): the token expired; authenticate again once.
@@ -520,7 +499,7 @@ func TestEtcdClientReauthenticates(t *testing.T) {
 	f, srv := newFakeEtcd(t, "3.4")
 	f.password = "s3cret"
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}, user: "svc", password: "s3cret"})
-	mustEtcdCreate(t, s, "dog")
+	mustStoreCreate(t, s, "dog")
 	f.mu.Lock()
 	f.token = "expired-everyone" // every token the store holds is refused now
 	f.mu.Unlock()
@@ -545,7 +524,7 @@ func TestEtcdClientReauthenticates(t *testing.T) {
 func TestEtcdStoreWatchCompaction(t *testing.T) {
 	f, srv := newFakeEtcd(t, "3.4")
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
-	mustEtcdCreate(t, s, "dog")
+	mustStoreCreate(t, s, "dog")
 	// Another instance's create whose event the watch cannot replay: the
 	// history up to now is compacted away.
 	f.mu.Lock()
@@ -556,10 +535,10 @@ func TestEtcdStoreWatchCompaction(t *testing.T) {
 	srv.CloseClientConnections() // break the current watch
 	want := `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`
 	deadline := time.Now().Add(5 * time.Second)
-	for listOf(t, s) != want && time.Now().Before(deadline) {
+	for listString(t, s) != want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // polling the cache, bounded
 	}
-	if got := listOf(t, s); got != want {
+	if got := listString(t, s); got != want {
 		t.Fatalf("list after compaction: got %s, want %s", got, want)
 	}
 }
@@ -572,7 +551,7 @@ func TestEtcdStoreFinalRefusal(t *testing.T) {
 	f.mu.Lock()
 	f.txnFault = func(int) string { return "403" }
 	f.mu.Unlock()
-	_, _, err := s.Create(context.Background(), NewCategory{Name: "dog"})
+	_, err := s.Create(context.Background(), NewCategory{Name: "dog"})
 	var ae *apiError
 	var ge *gatewayError
 	if err == nil || errors.As(err, &ae) || !errors.As(err, &ge) || ge.code != 7 {

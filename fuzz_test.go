@@ -378,7 +378,7 @@ func checkCreateBody(t *testing.T, env *testEnv, store *freshStore, body []byte)
 	// An empty store per input: the answer depends on the input alone,
 	// so any failure reproduces from its corpus file. Inputs of one
 	// worker run one at a time.
-	store.Store = newMemoryStore()
+	store.Store = newMemoryStore(storeOptions{})
 	want := judgeCreateBody(body)
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
 

@@ -59,26 +59,44 @@ func etagMatches(ifNoneMatch, etag string) bool {
 }
 
 // handleCategoryCreate handles "POST /v1/categories".
+// With an Idempotency-Key, a retry of a create that answered 201 gets the
+// same answer again, marked Idempotent-Replayed (see Store.Create).
 func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
+	replayed := []string{"true"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		members, err := decodeJSONObject(w, r, bodies)
+		key, err := parseIdempotencyKey(r.Header)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		nc, err := parseNewCategory(members)
+		members, held, err := decodeJSONObject(w, r, bodies)
+		if err != nil {
+			bodies.release(held)
+			writeError(w, r, err)
+			return
+		}
+		nc, err := parseNewCategory(members) // copies what it keeps
+		bodies.release(held)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		c, body, err := store.Create(r.Context(), nc)
+		if key != "" {
+			// Scoped to the API key that sent it: another client's key
+			// of the same text is another key.
+			nc.idem = &idempotencyKey{scope: factsOf(r).key.fingerprint(), key: key, request: requestFingerprint(nc)}
+		}
+		c, err := store.Create(r.Context(), nc)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		var buf [40]byte
-		w.Header()["Location"] = []string{string(strconv.AppendInt(append(buf[:0], "/v1/categories/"...), c.ID, 10))}
-		writeJSON(w, http.StatusCreated, body)
+		w.Header()["Location"] = []string{string(strconv.AppendInt(append(buf[:0], "/v1/categories/"...), c.id, 10))}
+		if c.replayed {
+			w.Header()["Idempotent-Replayed"] = replayed
+		}
+		writeJSON(w, http.StatusCreated, c.json)
 	})
 }
 

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// A version-1 header spaced or ordered differently is read; a CRLF file, a
+// A version-1 or version-2 header spaced or ordered differently is read (a
+// version-1 one is rewritten to 2, in place, spacing kept); a CRLF file, a
 // newer version and a header with other members each get a message that
 // says what is wrong, never "version 1 is not supported".
 func TestJournalHeaderVariants(t *testing.T) {
@@ -17,22 +18,25 @@ func TestJournalHeaderVariants(t *testing.T) {
 	for _, tc := range []struct {
 		name, content string
 		want          string // "" when the file must open
+		header        string // the header after a start, when it must open
 	}{
-		{"spaced", `{ "format": "petstore-categories", "version": 1 }` + "\n" + dog + "\n", ""},
-		{"reordered", `{"version":1,"format":"petstore-categories"}` + "\n" + dog + "\n", ""},
-		{"trailing blanks", journalHeader + " \t\n" + dog + "\n", ""},
-		{"version written 1.0", `{"format":"petstore-categories","version":1.0}` + "\n" + dog + "\n", ""},
-		{"CRLF", journalHeader + "\r\n" + dog + "\r\n", "the header line ends with a carriage return: the file was converted to CRLF line endings"},
-		{"CRLF header only", journalHeader + "\r\n", "converted to CRLF"},
-		{"newer version", `{"format":"petstore-categories","version":2}` + "\n", "version 2 is not supported by this petstore, which reads version 1"},
-		{"newer version spaced", `{"format": "petstore-categories", "version": 3}` + "\n", "version 3 is not supported by this petstore, which reads version 1"},
-		{"extra member", `{"format":"petstore-categories","version":1,"x":true}` + "\n", "not written as petstore writes it"},
-		{"version as a string", `{"format":"petstore-categories","version":"1"}` + "\n", "not written as petstore writes it"},
-		{"no version", `{"format":"petstore-categories"}` + "\n", "not written as petstore writes it"},
-		{"version twice", `{"format":"petstore-categories","version":1,"version":1}` + "\n", "not written as petstore writes it"},
-		{"another format", `{"format":"other","version":1}` + "\n", "not a petstore journal"},
-		{"format not a string", `{"format":1,"version":1}` + "\n", "not a petstore journal"},
-		{"not an object", `[1]` + "\n", "not a petstore journal"},
+		{"spaced", `{ "format": "petstore-categories", "version": 1 }` + "\n" + dog + "\n", "", `{ "format": "petstore-categories", "version": 2 }`},
+		{"reordered", `{"version":1,"format":"petstore-categories"}` + "\n" + dog + "\n", "", `{"version":2,"format":"petstore-categories"}`},
+		{"trailing blanks", journalHeader + " \t\n" + dog + "\n", "", journalHeader + " \t"},
+		{"version written 1.0", `{"format":"petstore-categories","version":1.0}` + "\n" + dog + "\n", "", `{"format":"petstore-categories","version":2  }`},
+		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + dog + "\n", "", journalHeader},
+		{"version 2 spaced", `{"format":"petstore-categories", "version":2}` + "\n" + dog + "\n", "", `{"format":"petstore-categories", "version":2}`},
+		{"CRLF", journalHeader + "\r\n" + dog + "\r\n", "the header line ends with a carriage return: the file was converted to CRLF line endings", ""},
+		{"CRLF header only", journalHeader + "\r\n", "converted to CRLF", ""},
+		{"newer version", `{"format":"petstore-categories","version":3}` + "\n", "version 3 is not supported by this petstore, which reads versions 1 and 2", ""},
+		{"newer version spaced", `{"format": "petstore-categories", "version": 4.5}` + "\n", "version 4.5 is not supported by this petstore, which reads versions 1 and 2", ""},
+		{"extra member", `{"format":"petstore-categories","version":1,"x":true}` + "\n", "not written as petstore writes it", ""},
+		{"version as a string", `{"format":"petstore-categories","version":"1"}` + "\n", "not written as petstore writes it", ""},
+		{"no version", `{"format":"petstore-categories"}` + "\n", "not written as petstore writes it", ""},
+		{"version twice", `{"format":"petstore-categories","version":1,"version":1}` + "\n", "not written as petstore writes it", ""},
+		{"another format", `{"format":"other","version":1}` + "\n", "not a petstore journal", ""},
+		{"format not a string", `{"format":1,"version":1}` + "\n", "not a petstore journal", ""},
+		{"not an object", `[1]` + "\n", "not a petstore journal", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,9 +74,10 @@ func TestJournalHeaderVariants(t *testing.T) {
 			}
 			mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"DOG"}`}), http.StatusConflict, codeConflict)
 			s.Close()
-			want := tc.content + `{"id":2,"name":"cat"}` + "\n"
+			_, records, _ := strings.Cut(tc.content, "\n")
+			want := tc.header + "\n" + records + `{"id":2,"name":"cat"}` + "\n"
 			if data, _ := os.ReadFile(path); string(data) != want {
-				t.Errorf("journal: got %q, want the header kept as it was and the new record after it: %q", data, want)
+				t.Errorf("journal: got %q, want the header at version 2 and the new record after the old ones: %q", data, want)
 			}
 		})
 	}

@@ -102,7 +102,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 		t.Fatalf("default config: %v", err)
 	}
 	d := deps{
-		store:  newMemoryStore(),
+		store:  newMemoryStore(storeOptions{}),
 		keys:   newKeyring([]string{testKey, testKey2}),
 		log:    slog.New(slog.NewJSONHandler(logs, nil)),
 		access: logs,

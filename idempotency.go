@@ -23,6 +23,11 @@ const defaultIdempotencyTTL = 24 * time.Hour
 var errBadIdempotencyKey = apiErrorf(codeInvalidParameter,
 	`Idempotency-Key must be 1 to %d printable ASCII characters, sent once, as a structured-field string ("…") or a token`, maxIdempotencyKey)
 
+var (
+	errIdempotencyKeyReused = apiErrorf(codeIdempotencyKeyReused, "this Idempotency-Key was used before with a different request; use a new key for a new request")
+	errIdempotencyKeyInUse  = apiErrorf(codeIdempotencyKeyInUse, "a create with this Idempotency-Key is still in progress; retry after Retry-After")
+)
+
 // parseIdempotencyKey reads the Idempotency-Key header: absent gives "",
 // a structured-field string (RFC 9651 section 3.3.3) or a bare token
 // (section 3.3.4) gives its characters, anything else an error.
@@ -140,9 +145,14 @@ type idempotencyEntry struct {
 	inFlight bool
 }
 
+// newIdempotencyTable returns an empty table of keys that live ttl (0:
+// defaultIdempotencyTTL) on the clock now (nil: time.Now).
 func newIdempotencyTable(ttl time.Duration, now func() time.Time) *idempotencyTable {
 	if now == nil {
 		now = time.Now
+	}
+	if ttl <= 0 {
+		ttl = defaultIdempotencyTTL
 	}
 	return &idempotencyTable{ttl: ttl, now: now, entries: make(map[idempotencyScope]*idempotencyEntry)}
 }

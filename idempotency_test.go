@@ -1,8 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -118,4 +124,221 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, _ := tab.claim(idempotencyKey{scope: "cccc2222", key: "old"}); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
+}
+
+// keyedCreate posts body with an Idempotency-Key through env, as testKey
+// (or apiKey, when given).
+func keyedCreate(t *testing.T, env *testEnv, idemKey, body string, apiKey ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	key := testKey
+	if len(apiKey) > 0 {
+		key = apiKey[0]
+	}
+	return env.do(t, request{method: "POST", path: "/v1/categories", body: body, header: map[string]string{
+		"Authorization": "Bearer " + key, "Content-Type": "application/json", "Idempotency-Key": idemKey}})
+}
+
+// Safe retries through the real mux, on both local stores (decisions.md,
+// "Safe retries").
+func TestIdempotentCreate(t *testing.T) { inMemoryAndJournaled(t, testIdempotentCreate) }
+
+func testIdempotentCreate(t *testing.T, env *testEnv) {
+	first := keyedCreate(t, env, `"retry-1"`, `{"name":"dog","description":"Loyal"}`)
+	if first.Code != http.StatusCreated || first.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first create: got %d, replayed %q; want 201, not replayed", first.Code, first.Header().Get("Idempotent-Replayed"))
+	}
+	// The same key and request: the same answer, marked, and nothing new.
+	for _, spelling := range []string{`"retry-1"`, `retry-1`} {
+		again := keyedCreate(t, env, spelling, `{"name":"  dog ","description":"Loyal"}`) // the same once validated
+		if again.Code != http.StatusCreated || again.Body.String() != first.Body.String() ||
+			again.Header().Get("Location") != first.Header().Get("Location") || again.Header().Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry as %s: got %d %s, Location %q, replayed %q; want the first answer replayed",
+				spelling, again.Code, again.Body, again.Header().Get("Location"), again.Header().Get("Idempotent-Replayed"))
+		}
+	}
+	if n := len(env.mustList(t)); n != 1 {
+		t.Fatalf("categories after retries: got %d, want 1", n)
+	}
+	// The same key with another request.
+	mustError(t, keyedCreate(t, env, `"retry-1"`, `{"name":"dog","description":"Other"}`), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+	// Another API key's key of the same text is another key.
+	if rec := keyedCreate(t, env, `"retry-1"`, `{"name":"cat"}`, testKey2); rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the same key from another API key: got %d %s, want a new 201", rec.Code, rec.Body)
+	}
+	// Answers other than 201 store nothing: the retry is processed afresh.
+	mustError(t, keyedCreate(t, env, `"retry-2"`, `{"name":""}`), http.StatusBadRequest, codeInvalidField)
+	if rec := keyedCreate(t, env, `"retry-2"`, `{"name":"rabbit"}`); rec.Code != http.StatusCreated {
+		t.Fatalf("a key whose first create was a 400: got %d %s, want 201", rec.Code, rec.Body)
+	}
+	mustError(t, keyedCreate(t, env, `"retry-3"`, `{"name":"DOG"}`), http.StatusConflict, codeConflict)
+	if rec := keyedCreate(t, env, `"retry-3"`, `{"name":"hamster"}`); rec.Code != http.StatusCreated {
+		t.Fatalf("a key whose first create was a 409: got %d %s, want 201", rec.Code, rec.Body)
+	}
+	// A bad key is refused before the body is read.
+	for _, bad := range []string{`""`, `"unterminated`, `1abc`, `"` + strings.Repeat("k", 256) + `"`, "\"tab\there\""} {
+		mustError(t, keyedCreate(t, env, bad, `{"name":"never"}`), http.StatusBadRequest, codeInvalidParameter)
+	}
+	if n := len(env.mustList(t)); n != 4 {
+		t.Errorf("categories: got %d, want 4 (dog, cat, rabbit, hamster)", n)
+	}
+}
+
+// A key whose create is in a group-commit batch still being written is in
+// use: 409 with Retry-After, and nothing is created twice.
+func TestIdempotencyKeyInUse(t *testing.T) {
+	t.Parallel()
+	s := openHeldStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
+	env := newTestEnv(t, withStore(s))
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() { answered <- keyedCreate(t, env, `"held"`, `{"name":"dog"}`) }()
+	if n := nextBatch(t, s.batches); n != 1 {
+		t.Fatalf("first batch: %d creates, want 1", n)
+	}
+	rec := keyedCreate(t, env, `"held"`, `{"name":"dog"}`)
+	mustError(t, rec, http.StatusConflict, codeIdempotencyKeyInUse)
+	if got := rec.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After: got %q, want 1", got)
+	}
+	s.release()
+	if first := <-answered; first.Code != http.StatusCreated {
+		t.Fatalf("the held create: got %d %s", first.Code, first.Body)
+	}
+	if rec := keyedCreate(t, env, `"held"`, `{"name":"dog"}`); rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("after the held create: got %d, replayed %q; want a replay", rec.Code, rec.Header().Get("Idempotent-Replayed"))
+	}
+}
+
+// Many concurrent creates with one key: exactly one category; every answer
+// is that create, a replay of it, or 409 in use.
+func TestIdempotencyKeyConcurrent(t *testing.T) {
+	inMemoryAndJournaled(t, func(t *testing.T, env *testEnv) {
+		const clients = 32
+		answers := make(chan *httptest.ResponseRecorder, clients)
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers <- keyedCreate(t, env, `"race"`, `{"name":"racer"}`)
+			}()
+		}
+		wg.Wait()
+		close(answers)
+		fresh, replays, inUse := 0, 0, 0
+		for rec := range answers {
+			switch {
+			case rec.Code == http.StatusCreated && rec.Header().Get("Idempotent-Replayed") == "":
+				fresh++
+			case rec.Code == http.StatusCreated:
+				replays++
+			default:
+				mustError(t, rec, http.StatusConflict, codeIdempotencyKeyInUse)
+				inUse++
+			}
+		}
+		if fresh != 1 || fresh+replays+inUse != clients {
+			t.Errorf("%d fresh 201s, %d replays, %d in use; want exactly one fresh", fresh, replays, inUse)
+		}
+		if n := len(env.mustList(t)); n != 1 {
+			t.Errorf("categories: got %d, want 1", n)
+		}
+	})
+}
+
+// Keys expire PETSTORE_IDEMPOTENCY_TTL after their create (an injected
+// clock), in memory and on replay of the journal.
+func TestIdempotencyKeysExpire(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	withClock := func(o *storeOptions) { o.now, o.idempotencyTTL = clock.now, time.Hour }
+	s := openTestStore(t, path, withClock)
+	env := newTestEnv(t, withStore(s))
+	for _, k := range []string{"early", "late"} {
+		if rec := keyedCreate(t, env, k, `{"name":"`+k+`"}`); rec.Code != http.StatusCreated {
+			t.Fatalf("create %s: got %d", k, rec.Code)
+		}
+		clock.advance(30 * time.Minute)
+	}
+	// 60 min after "early", 30 after "late".
+	if rec := keyedCreate(t, env, "early", `{"name":"other"}`); rec.Code != http.StatusCreated {
+		t.Errorf("an expired key with another request: got %d %s, want a new 201", rec.Code, rec.Body)
+	}
+	mustError(t, keyedCreate(t, env, "late", `{"name":"other 2"}`), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+	s.Close()
+
+	// On replay: "late" (now 30 min old) is loaded, "early"'s first
+	// record is not; its second create (just made) is.
+	s2 := openTestStore(t, path, withClock)
+	env2 := newTestEnv(t, withStore(s2))
+	if rec := keyedCreate(t, env2, "late", `{"name":"late"}`); rec.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("a live key after a restart: got %d, replayed %q; want a replay", rec.Code, rec.Header().Get("Idempotent-Replayed"))
+	}
+	if rec := keyedCreate(t, env2, "early", `{"name":"other"}`); rec.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the re-used key after a restart: got %d, want a replay of its second create", rec.Code)
+	}
+	clock.advance(time.Hour)
+	s2.Close()
+	s3 := openTestStore(t, path, withClock)
+	if left := s3.keys.sweep(); left != 0 {
+		t.Errorf("keys loaded from a journal whose keys have all expired: %d, want 0", left)
+	}
+}
+
+// The journal format: a version-1 file starts and is rewritten to version
+// 2; a newer version is refused with a message that says so; a record's
+// key survives a restart.
+func TestJournalFormatVersion2(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	v1 := `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openTestStore(t, path)
+	env := newTestEnv(t, withStore(s))
+	if rec := keyedCreate(t, env, "k", `{"name":"cat"}`); rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d", rec.Code)
+	}
+	s.Close()
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if lines[0] != journalHeader || lines[1] != `{"id":1,"name":"dog"}` {
+		t.Errorf("a version-1 file after a start: %q", data)
+	}
+	if !strings.HasPrefix(lines[2], `{"id":2,"name":"cat","idempotency":{"scope":"`) {
+		t.Errorf("a keyed create's record: %s", lines[2])
+	}
+	if got := listString(t, openTestStore(t, path)); got != `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]` {
+		t.Errorf("list after a restart: %s (the key must not show in the category)", got)
+	}
+	newer := filepath.Join(t.TempDir(), "newer.jsonl")
+	os.WriteFile(newer, []byte(`{"format":"petstore-categories","version":3}`+"\n"), 0o600)
+	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 3 is not supported by this petstore, which reads versions 1 and 2") {
+		t.Errorf("a version-3 file: got %v", err)
+	}
+}
+
+// BenchmarkIdempotencyKeyMemory measures the heap one stored key takes in
+// the table (a 36-character UUID, its scope and request fingerprint): the
+// memory keys hold is this times the keys created within the TTL.
+//
+//	go test -run '^$' -bench BenchmarkIdempotencyKeyMemory .
+func BenchmarkIdempotencyKeyMemory(b *testing.B) {
+	const n = 100_000
+	var perKey float64
+	for range b.N {
+		before := liveHeap()
+		tab := newIdempotencyTable(time.Hour, nil)
+		now := time.Now()
+		for i := range n {
+			k := idempotencyKey{scope: "9f86d081", key: fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i)}
+			k.request[0] = byte(i)
+			tab.claim(k)
+			tab.done(k, int64(i+1), now)
+		}
+		perKey = float64(liveHeap()-before) / n
+		runtime.KeepAlive(tab)
+	}
+	b.ReportMetric(perKey, "B/key")
 }

@@ -112,7 +112,7 @@ func TestJournalIDsRunOutInABatch(t *testing.T) {
 // The memory store runs out the same way.
 func TestMemoryStoreIDsRunOut(t *testing.T) {
 	t.Parallel()
-	s := newMemoryStore()
+	s := newMemoryStore(storeOptions{})
 	s.idx.add(foldName("old"), Category{ID: math.MaxInt64 - 1, Name: "old"}) // no API reaches the last ids in a test's time
 	s.idx.publish()
 	env := newTestEnv(t, withStore(s))

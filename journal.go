@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,14 +12,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
 // The journal is a JSON Lines file: a header line that names the format and
-// its version, then one line per category holding the Category JSON exactly
-// as the API serves it. It is only ever appended to, so copying it while the
-// service runs gives a consistent prefix.
-const journalHeader = `{"format":"petstore-categories","version":1}`
+// its version, then one line per category holding the Category JSON as the
+// API serves it and, in version 2, the Idempotency-Key its create was sent
+// with (member "idempotency"). It is only ever appended to, so copying it
+// while the service runs gives a consistent prefix.
+//
+// This petstore reads versions 1 and 2 and writes 2. At start it rewrites a
+// version-1 header to 2 (one byte, in place), so that an older petstore,
+// which reads only version 1, refuses the file instead of misreading it.
+const journalHeader = `{"format":"petstore-categories","version":2}`
 
 // journal is an open, locked journal file. One goroutine at a time may
 // append to it.
@@ -120,9 +127,10 @@ func syncDir(dir string) error {
 // replay reads the journal's records, data, into a new index. A torn last
 // line (a write cut short by a crash) is set aside in path+".torn" and cut
 // off; damage anywhere else stops the replay with the line number.
-func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
+func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) (*index, error) {
 	x := newIndex(bytes.Count(data, []byte{'\n'}), len(data))
 	var collisions []int // categories whose name folds like an earlier one's
+	var version header
 
 	lineNo, offset := 0, 0
 	for offset < len(data) {
@@ -135,10 +143,10 @@ func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
 			// write never finished, so it was never acknowledged.
 			err = errors.New("torn")
 		case lineNo == 1:
-			err = checkJournalHeader(line)
+			version, err = checkJournalHeader(line)
 		default:
 			var collides bool
-			if collides, err = replayRecord(x, line); collides {
+			if collides, err = replayRecord(x, line, keys); collides {
 				collisions = append(collisions, len(x.items)-1)
 			}
 		}
@@ -164,9 +172,31 @@ func (j *journal) replay(data []byte, log *slog.Logger) (*index, error) {
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
 			return nil, fmt.Errorf("writing the header of %s: %w", j.path, err)
 		}
+	} else if version.version == 1 {
+		if err := j.upgradeHeader(version); err != nil {
+			return nil, fmt.Errorf("rewriting the header of %s to version 2: %w", j.path, err)
+		}
+		log.Info("journal: header rewritten from format version 1 to 2; a petstore older than Idempotency-Key support no longer reads this file", "path", j.path)
 	}
 	x.publish()
 	return x, nil
+}
+
+// upgradeHeader rewrites the version of a version-1 header to 2, in place
+// (padded with spaces, which JSON allows, when it was written longer, such
+// as 1.0), and fsyncs it. It runs before anything is appended, so a crash
+// leaves either header over the same records.
+func (j *journal) upgradeHeader(h header) error {
+	f, err := os.OpenFile(j.path, os.O_WRONLY, 0) // not O_APPEND: WriteAt refuses that
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	text := append([]byte{'2'}, bytes.Repeat([]byte{' '}, h.length-1)...)
+	if _, err := f.WriteAt(text, int64(h.at)); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // isTorn reports whether a line that failed to parse is what a crash leaves
@@ -210,27 +240,33 @@ func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.
 	return nil
 }
 
-// checkJournalHeader accepts the version-1 header however it is spaced or
-// ordered: a JSON object of exactly the members format and version. Anything
-// else gets a message that says what is wrong with it, so that an operator
-// never reads "version 1 is not supported" about a version-1 file.
-func checkJournalHeader(line []byte) error {
+// header is what checkJournalHeader read: the format version, and where
+// its number stands in the line, to rewrite it.
+type header struct {
+	version    int
+	at, length int
+}
+
+// checkJournalHeader accepts a version-1 or version-2 header however it is
+// spaced or ordered: a JSON object of exactly the members format and
+// version. Anything else gets a message that says what is wrong with it.
+func checkJournalHeader(line []byte) (header, error) {
 	if string(line) == journalHeader {
-		return nil
+		return header{version: 2, at: len(line) - 2, length: 1}, nil
 	}
 	// Records after such a header end in \r too. Rather than accept a file
 	// a tool has rewritten, and append LF lines to it, petstore asks for it
 	// back as it was: the conversion is undone exactly by dos2unix.
 	if bytes.HasSuffix(line, []byte{'\r'}) {
-		return errors.New("the header line ends with a carriage return: the file was converted to CRLF line endings; convert it back to LF (e.g. dos2unix) and start again")
+		return header{}, errors.New("the header line ends with a carriage return: the file was converted to CRLF line endings; convert it back to LF (e.g. dos2unix) and start again")
 	}
 	notJournal := errors.New("not a petstore journal: the first line is not its header")
 	if !json.Valid(line) {
-		return notJournal
+		return header{}, notJournal
 	}
 	members, err := objectMembers(line, nil)
 	if err != nil {
-		return notJournal
+		return header{}, notJournal
 	}
 	var format, version []byte
 	others := 0
@@ -245,21 +281,22 @@ func checkJournalHeader(line []byte) error {
 		}
 	}
 	if format == nil || jsonKind(format) != "string" {
-		return notJournal
+		return header{}, notJournal
 	}
 	if name, err := jsonString(format); err != nil || name != "petstore-categories" {
-		return notJournal
+		return header{}, notJournal
 	}
 	if version != nil && jsonKind(version) == "number" {
 		n, err := strconv.ParseFloat(string(version), 64)
-		if err == nil && n != 1 {
-			return fmt.Errorf("journal format version %s is not supported by this petstore, which reads version 1", version)
+		if err == nil && n != 1 && n != 2 {
+			return header{}, fmt.Errorf("journal format version %s is not supported by this petstore, which reads versions 1 and 2", version)
 		}
 		if err == nil && others == 0 {
-			return nil // version 1, spaced or ordered differently, or written 1.0
+			// The number's place in the line: version is a slice of it.
+			return header{version: int(n), at: cap(line) - cap(version), length: len(version)}, nil
 		}
 	}
-	return fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
+	return header{}, fmt.Errorf("the header is not written as petstore writes it: %s", journalHeader)
 }
 
 // replayRecord checks one record line and adds its category to x. It
@@ -267,7 +304,10 @@ func checkJournalHeader(line []byte) error {
 // folding: the category is kept all the same, since the build that wrote
 // the file told them apart (a newer Go can fold differently), and refusing
 // it would make the data unreadable.
-func replayRecord(x *index, line []byte) (collides bool, err error) {
+//
+// A record's "idempotency" member (format version 2) is loaded into keys,
+// unless it has expired or keys is nil.
+func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool, err error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
 		return false, errors.New("not a valid JSON record")
 	}
@@ -277,6 +317,7 @@ func replayRecord(x *index, line []byte) (collides bool, err error) {
 	}
 	var c Category
 	var sawID, sawName bool
+	var idem *keyRecord
 	for _, m := range members {
 		switch {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
@@ -291,6 +332,10 @@ func replayRecord(x *index, line []byte) (collides bool, err error) {
 		case m.name == "description" && !c.HasDescription && jsonKind(m.value) == "string":
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
+		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "object":
+			if idem, err = parseKeyRecord(m.value); err != nil {
+				return false, err
+			}
 		default:
 			return false, fmt.Errorf("unexpected member %q", m.name)
 		}
@@ -298,11 +343,60 @@ func replayRecord(x *index, line []byte) (collides bool, err error) {
 	if !sawID || !sawName {
 		return false, errors.New("record lacks an id or a name")
 	}
+	if idem != nil && keys != nil {
+		keys.load(idem.key, c.ID, idem.at)
+	}
 	if c.ID <= x.lastID() {
 		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
 	}
 	_, unique := x.add(foldName(c.Name), c)
 	return !unique, nil
+}
+
+// keyRecord is the "idempotency" member of a record.
+type keyRecord struct {
+	key idempotencyKey
+	at  time.Time // when the create was committed
+}
+
+// parseKeyRecord reads {"scope":…,"key":…,"request":<64 hex>,"at":<RFC 3339>}.
+func parseKeyRecord(v []byte) (*keyRecord, error) {
+	bad := errors.New(`the "idempotency" member is not {"scope","key","request","at"} as petstore writes it`)
+	members, err := objectMembers(v, make([]member, 0, 4))
+	if err != nil || len(members) != 4 {
+		return nil, bad
+	}
+	var r keyRecord
+	var seen [4]bool
+	for _, m := range members {
+		if jsonKind(m.value) != "string" {
+			return nil, bad
+		}
+		text, err := jsonString(m.value)
+		if err != nil {
+			return nil, bad
+		}
+		switch m.name {
+		case "scope":
+			r.key.scope, seen[0] = text, true
+		case "key":
+			r.key.key, seen[1] = text, true
+		case "request":
+			if n, err := hex.Decode(r.key.request[:], []byte(text)); err != nil || n != len(r.key.request) || len(text) != 2*n {
+				return nil, bad
+			}
+			seen[2] = true
+		case "at":
+			if r.at, err = time.Parse(time.RFC3339Nano, text); err != nil {
+				return nil, bad
+			}
+			seen[3] = true
+		}
+	}
+	if seen != [4]bool{true, true, true, true} || r.key.key == "" {
+		return nil, bad
+	}
+	return &r, nil
 }
 
 // maxCollisionWarnings bounds the warnings of one replay: a file that holds

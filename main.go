@@ -64,6 +64,7 @@ through the environment:
   PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
   PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
+  PETSTORE_IDEMPOTENCY_TTL  how long an Idempotency-Key is kept (default 24h)
 
 With PETSTORE_DATA=etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)
 the categories live in an etcd cluster, shared by any number of petstores:
@@ -122,7 +123,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
 
 	commits := newCommitMetrics()
-	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd}
+	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL}
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local fsync for a second P to overlap.
 	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,9 +24,12 @@ type Store interface {
 	List(ctx context.Context) (*snapshot, error)
 	// Get returns the JSON of one category, or errNotFound.
 	Get(ctx context.Context, id int64) ([]byte, error)
-	// Create stores a new category and returns it with its JSON. A name
-	// taken already, ignoring case, is a conflict *apiError.
-	Create(ctx context.Context, nc NewCategory) (Category, []byte, error)
+	// Create stores a new category and returns its id and JSON. A name
+	// taken already, ignoring case, is a conflict *apiError. With an
+	// Idempotency-Key (nc.idem), the key is stored in the same durable
+	// write as the category; a key stored before answers that create again
+	// (replayed), or refuses: idempotency_key_reused, idempotency_key_in_use.
+	Create(ctx context.Context, nc NewCategory) (created, error)
 	// Health returns why the store cannot take creates now, or nil. It
 	// never waits for a write.
 	Health() error
@@ -43,6 +47,11 @@ type storeOptions struct {
 	// onCommit, when set, is told of each commit that made creates
 	// durable: how many, and how long the write took (see commitMetrics).
 	onCommit func(n int, took time.Duration)
+	// idempotencyTTL is how long an Idempotency-Key is kept after its
+	// create; 0 is defaultIdempotencyTTL.
+	idempotencyTTL time.Duration
+	// now is the clock of key expiry; nil is time.Now (tests move theirs).
+	now func() time.Time
 	// syncDir fsyncs a directory; nil is the real one (tests watch it).
 	syncDir func(dir string) error
 	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
@@ -59,8 +68,14 @@ func openStore(data string, opts storeOptions) (Store, error) {
 	if opts.syncDir == nil {
 		opts.syncDir = syncDir
 	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	if opts.idempotencyTTL <= 0 {
+		opts.idempotencyTTL = defaultIdempotencyTTL
+	}
 	if data == memoryPath {
-		return newMemoryStore(), nil
+		return newMemoryStore(opts), nil
 	}
 	if isEtcdURL(data) {
 		return openEtcdStore(opts.etcd, opts)
@@ -81,25 +96,37 @@ func errConflict(name string) error {
 	return apiErrorf(codeConflict, "a category named %q already exists (names are compared ignoring case)", name)
 }
 
+// created is what a store answers a create with.
+type created struct {
+	id       int64
+	json     []byte // the category's JSON, as listed
+	replayed bool   // an earlier create with the same Idempotency-Key, answered again
+}
+
 // createRequest is one create on its way through a store.
 type createRequest struct {
 	nc   NewCategory
-	key  string // foldName(nc.Name)
+	key  string    // foldName(nc.Name)
+	at   time.Time // when it was committed
 	cat  Category
 	body []byte
 	err  error
 	done chan struct{} // closed when the group writer is done with it
+
+	// replayOf is the category an earlier create with the same
+	// Idempotency-Key made, found while committing (the etcd store).
+	replayOf int64
 }
 
 func newCreateRequest(nc NewCategory) *createRequest {
 	return &createRequest{nc: nc, key: foldName(nc.Name)}
 }
 
-// assignBatch decides ids and uniqueness for a batch of creates against x:
-// each accepted request gets its category and its record (a journal line) is
-// appended to records; the others get their error. seen is scratch space.
-// Nothing changes in x until applyBatch.
-func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, records []byte) ([]byte, int) {
+// assignBatch decides ids and uniqueness for a batch of creates against x,
+// committed at now: each accepted request gets its category and its record
+// (a journal line) is appended to records; the others get their error. seen
+// is scratch space. Nothing changes in x until applyBatch.
+func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time) ([]byte, int) {
 	clear(seen)
 	next := x.lastID()
 	accepted := 0
@@ -117,7 +144,8 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 		seen[req.key] = struct{}{}
 		next++
 		req.cat = Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
-		records = append(req.cat.appendJSON(records), '\n')
+		req.at = now
+		records = appendRecord(records, req)
 		accepted++
 	}
 	return records, accepted
@@ -131,6 +159,60 @@ func applyBatch(x *index, batch []*createRequest) {
 		}
 	}
 	x.publish()
+}
+
+// appendRecord appends the journal line of an accepted create: its
+// Category JSON and, inside the same object, the Idempotency-Key it was
+// sent with, if any, so that a torn line loses both or neither.
+func appendRecord(dst []byte, req *createRequest) []byte {
+	dst = req.cat.appendJSON(dst)
+	if k := req.nc.idem; k != nil {
+		dst = dst[:len(dst)-1] // reopen the object
+		dst = append(dst, `,"idempotency":{"scope":`...)
+		dst = appendJSONString(dst, k.scope)
+		dst = append(dst, `,"key":`...)
+		dst = appendJSONString(dst, k.key)
+		dst = append(dst, `,"request":"`...)
+		dst = hex.AppendEncode(dst, k.request[:])
+		dst = append(dst, `","at":"`...)
+		dst = req.at.UTC().AppendFormat(dst, time.RFC3339Nano)
+		dst = append(dst, `"}}`...)
+	}
+	return append(dst, '\n')
+}
+
+// createKeyed runs a create of the memory or the journal store under its
+// Idempotency-Key, if it has one: a key the table knows is answered from
+// it; a new one is claimed for the create, and settled by its outcome.
+// commit makes the create durable (or refuses it).
+func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*createRequest)) (created, error) {
+	if k := nc.idem; k != nil {
+		switch outcome, id := keys.claim(*k); outcome {
+		case claimReplay:
+			body, err := getFrom(x.snapshot(), id)
+			if err != nil {
+				return created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %w", id, err)
+			}
+			return created{id: id, json: body, replayed: true}, nil
+		case claimReused:
+			return created{}, errIdempotencyKeyReused
+		case claimInFlight:
+			return created{}, errIdempotencyKeyInUse
+		}
+	}
+	req := newCreateRequest(nc)
+	commit(req)
+	if k := nc.idem; k != nil {
+		if req.err != nil {
+			keys.release(*k) // a create that failed stores nothing: a retry starts afresh
+		} else {
+			keys.done(*k, req.cat.ID, req.at)
+		}
+	}
+	if req.err != nil {
+		return created{}, req.err
+	}
+	return created{id: req.cat.ID, json: req.body}, nil
 }
 
 // failBatch gives err to every create of the batch that has no error yet.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ type etcdStore struct {
 	counter    int64
 	counterRev int64
 	seen       map[string]struct{}
+	lease      etcdLease // for Idempotency-Keys; the writer goroutine's
+
+	// Idempotency-Keys this instance has made or is making: creates in
+	// flight, and done ones to replay without a round trip. Keys made on
+	// other instances are found by the txn, whose compare they fail.
+	idem    *idempotencyTable
+	idemTTL time.Duration
 
 	// The cache. mu serialises its writers: the watch, the catch-up range
 	// reads and the name checks of the writer goroutine. Readers take
@@ -75,9 +83,9 @@ type etcdStore struct {
 }
 
 // etcdMaxBatch bounds the creates of one txn. etcd allows 128 operations in
-// each of a txn's lists (--max-txn-ops); a batch of n needs 1+n compares,
-// 1+2n puts and n+1 ranges. 40 leaves room for one more put per create
-// (idempotency keys, a later issue): 1+3·40 = 121.
+// each of a txn's lists (--max-txn-ops); a batch of n creates with
+// Idempotency-Keys needs 1+2n compares, 1+3n puts and 2n+1 ranges:
+// 1+3·40 = 121.
 const etcdMaxBatch = 40
 
 // Time bounds of the etcd store.
@@ -97,7 +105,7 @@ const (
 
 // etcdKeys are the keys of one prefix.
 type etcdKeys struct {
-	root, counter, names, categories, categoriesEnd []byte
+	root, counter, names, categories, categoriesEnd, idempotency []byte
 }
 
 func newEtcdKeys(prefix string) etcdKeys {
@@ -107,6 +115,8 @@ func newEtcdKeys(prefix string) etcdKeys {
 		counter:    []byte(root + "counter"),
 		names:      []byte(root + "names/"),
 		categories: []byte(root + "categories/"),
+		// idempotency/SCOPE/KEY: an Idempotency-Key, under a lease.
+		idempotency: []byte(root + "idempotency/"),
 	}
 	k.categoriesEnd = prefixEnd(k.categories)
 	return k
@@ -118,6 +128,12 @@ func (k etcdKeys) category(id int64) []byte {
 
 func (k etcdKeys) name(folded string) []byte {
 	return append(bytes.Clone(k.names), folded...)
+}
+
+func (k etcdKeys) idempotencyKey(ik *idempotencyKey) []byte {
+	key := append(bytes.Clone(k.idempotency), ik.scope...)
+	key = append(key, '/')
+	return append(key, ik.key...)
 }
 
 // idOf returns the id in a category key, or false for another key.
@@ -134,6 +150,13 @@ func (k etcdKeys) idOf(key []byte) (int64, bool) {
 type nameClaim struct {
 	ID    int64  `json:"id"`
 	Token string `json:"token"` // random per create: tells our claim from another's
+}
+
+// keyClaim is the value of an Idempotency-Key's key: the create it made.
+type keyClaim struct {
+	ID      int64  `json:"id"`
+	Token   string `json:"token"`   // the create's, as in its name key
+	Request string `json:"request"` // hex of the request fingerprint
 }
 
 // errUnavailable is the answer while etcd cannot take writes.
@@ -154,6 +177,8 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		c:        c,
 		log:      opts.log,
 		onCommit: opts.onCommit,
+		idem:     newIdempotencyTable(opts.idempotencyTTL, opts.now),
+		idemTTL:  opts.idempotencyTTL,
 		keys:     newEtcdKeys(cfg.prefix),
 		seen:     make(map[string]struct{}),
 		idx:      newIndex(0, 0),
@@ -253,17 +278,53 @@ func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 }
 
 // Create queues nc for the next txn, then waits until the category is in
-// the cache, so that this instance lists it as soon as it answers 201.
-func (s *etcdStore) Create(_ context.Context, nc NewCategory) (Category, []byte, error) {
+// the cache, so that this instance lists it as soon as it answers 201. A
+// create with an Idempotency-Key this instance knows is answered here; one
+// another instance made is found by the txn (its key's compare fails) and
+// answered with that create's category.
+func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error) {
 	if err := s.Health(); err != nil {
-		return Category{}, nil, err
+		return created{}, err
+	}
+	if k := nc.idem; k != nil {
+		switch outcome, id := s.idem.claim(*k); outcome {
+		case claimReplay:
+			return s.replay(ctx, id)
+		case claimReused:
+			return created{}, errIdempotencyKeyReused
+		case claimInFlight:
+			return created{}, errIdempotencyKeyInUse
+		}
 	}
 	req := newCreateRequest(nc)
 	s.w.do(req)
-	if req.err != nil {
-		return Category{}, nil, req.err
+	if k := nc.idem; k != nil {
+		switch {
+		case req.err != nil, req.replayOf != 0:
+			// Failed: a retry starts afresh. Made elsewhere: etcd keeps
+			// it (and its expiry); a retry asks etcd again.
+			s.idem.release(*k)
+		default:
+			s.idem.done(*k, req.cat.ID, req.at)
+		}
 	}
-	return req.cat, s.awaitCached(req.cat), nil
+	if req.err != nil {
+		return created{}, req.err
+	}
+	if req.replayOf != 0 {
+		return s.replay(ctx, req.replayOf)
+	}
+	return created{id: req.cat.ID, json: s.awaitCached(req.cat)}, nil
+}
+
+// replay answers a create again: the category id that an earlier create
+// with the same Idempotency-Key made.
+func (s *etcdStore) replay(ctx context.Context, id int64) (created, error) {
+	body, err := s.Get(ctx, id)
+	if err != nil {
+		return created{}, err
+	}
+	return created{id: id, json: body, replayed: true}, nil
 }
 
 // awaitCached returns the JSON of c once the cache has it. If the watch
@@ -331,6 +392,15 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			}
 			return
 		}
+		if err := s.ensureLease(ctx, pending); err != nil {
+			if errors.Is(err, errEtcdUnreachable) || errors.Is(err, errUnknownOutcome) {
+				s.markDown(err)
+				failPending(pending, errUnavailable)
+			} else {
+				failPending(pending, err)
+			}
+			return
+		}
 		txn := s.buildTxn(pending)
 		start := time.Now()
 		resp, err := s.c.txn(ctx, txn)
@@ -339,8 +409,10 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			if s.onCommit != nil {
 				s.onCommit(len(pending), time.Since(start))
 			}
+			now := time.Now()
 			for _, p := range pending {
 				p.req.cat.ID = p.id
+				p.req.at = now
 			}
 			s.counter += int64(len(pending))
 			s.counterRev = int64(resp.Header.Revision)
@@ -390,7 +462,10 @@ func (s *etcdStore) checkNames(batch []*createRequest) []*pendingCreate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, req := range batch {
-		if _, dup := s.seen[req.key]; dup || s.idx.has(req.key) {
+		_, dup := s.seen[req.key]
+		// A keyed create whose name is taken may be the retry of the create
+		// that took it, on another instance: the txn tells.
+		if dup || req.nc.idem == nil && s.idx.has(req.key) {
 			req.err = errConflict(req.nc.Name)
 			continue
 		}
@@ -406,9 +481,9 @@ func (s *etcdStore) checkNames(batch []*createRequest) []*pendingCreate {
 func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 	n := len(pending)
 	t := &txnRequest{
-		Compare: make([]etcdCompare, 0, 1+n),
-		Success: make([]etcdOp, 0, 1+2*n),
-		Failure: make([]etcdOp, 0, n+1),
+		Compare: make([]etcdCompare, 0, 1+2*n),
+		Success: make([]etcdOp, 0, 1+3*n),
+		Failure: make([]etcdOp, 0, 2*n+1),
 	}
 	rev := s.counterRev
 	t.Compare = append(t.Compare, etcdCompare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
@@ -423,6 +498,13 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 			etcdOp{RequestPut: &putRequest{Key: nameKey, Value: claim}},
 			etcdOp{RequestPut: &putRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
 		t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: nameKey}})
+		if k := p.req.nc.idem; k != nil {
+			key := s.keys.idempotencyKey(k)
+			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: hex.EncodeToString(k.request[:])})
+			t.Compare = append(t.Compare, etcdCompare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
+			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: key, Value: claim, Lease: s.lease.id}})
+			t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: key}})
+		}
 	}
 	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
 	t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: s.keys.counter, Value: last}})
@@ -430,37 +512,68 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 	return t
 }
 
-// settle reads a failed txn's failure branch: one range per name key, then
-// the counter. A name key that holds our token is a create an earlier
-// attempt committed; one that holds another token is a conflict; the
-// others are retried with the fresh counter. It returns those.
+// settle reads a failed txn's failure branch: for each create, the range
+// of its name key and, with an Idempotency-Key, of that key; then the
+// counter. A key or name that holds our token is a create an earlier
+// attempt committed. An Idempotency-Key made by another create answers
+// that create again (same request) or refuses (another request). A name
+// that holds another token is a conflict. The others are retried with the
+// fresh counter; settle returns those.
 func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pendingCreate, error) {
-	if len(resp.Responses) != len(pending)+1 {
-		return pending, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(resp.Responses), len(pending)+1)
+	ranges := make([]*rangeResponse, len(resp.Responses))
+	for i, r := range resp.Responses {
+		if r.ResponseRange == nil {
+			return pending, errors.New("etcd: a failed txn answered something other than a range")
+		}
+		ranges[i] = r.ResponseRange
 	}
-	counterRange := resp.Responses[len(pending)].ResponseRange
-	if counterRange == nil {
-		return pending, errors.New("etcd: a failed txn did not answer the counter's range")
+	want := 1
+	for _, p := range pending {
+		want++
+		if p.req.nc.idem != nil {
+			want++
+		}
 	}
-	counter, err := parseCounter(counterRange.Kvs)
+	if len(ranges) != want {
+		return pending, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+	}
+	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
 	if err != nil {
 		return pending, err
 	}
-	for i := range pending {
-		if resp.Responses[i].ResponseRange == nil {
-			return pending, errors.New("etcd: a failed txn did not answer a name key's range")
-		}
-	}
 	retry := pending[:0] // filled behind the loop's reads
 	var committed int
-	for i, p := range pending {
-		r := resp.Responses[i].ResponseRange
-		if len(r.Kvs) == 0 {
+	next := 0
+	for _, p := range pending {
+		name := ranges[next]
+		next++
+		if p.req.nc.idem != nil {
+			key := ranges[next]
+			next++
+			if len(key.Kvs) > 0 {
+				var claim keyClaim
+				if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
+					p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
+					continue
+				}
+				switch {
+				case claim.Token == p.token: // committed by an earlier attempt
+					p.req.cat.ID = claim.ID
+					committed++
+				case claim.Request == hex.EncodeToString(p.req.nc.idem.request[:]):
+					p.req.replayOf = claim.ID
+				default:
+					p.req.err = errIdempotencyKeyReused
+				}
+				continue
+			}
+		}
+		if len(name.Kvs) == 0 {
 			retry = append(retry, p)
 			continue
 		}
 		var claim nameClaim
-		if err := json.Unmarshal(r.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
+		if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
 			// Committed by an earlier attempt whose answer was lost.
 			p.req.cat.ID = claim.ID
 			committed++
@@ -473,6 +586,36 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	}
 	s.counter, s.counterRev = counter.value, counter.rev
 	return retry, nil
+}
+
+// etcdLease is the lease the Idempotency-Keys of recent creates are put
+// under. One lease serves for a minute, and lasts that much longer than the
+// keys' time to live: every key lives at least its TTL, at most a minute more,
+// and a create costs a lease grant once a minute, not once.
+type etcdLease struct {
+	id      int64
+	granted time.Time
+}
+
+const etcdLeaseReuse = time.Minute
+
+// ensureLease grants a new lease when a create of pending has an
+// Idempotency-Key and the current lease is older than etcdLeaseReuse.
+func (s *etcdStore) ensureLease(ctx context.Context, pending []*pendingCreate) error {
+	keyed := false
+	for _, p := range pending {
+		keyed = keyed || p.req.nc.idem != nil
+	}
+	if !keyed || s.lease.id != 0 && time.Since(s.lease.granted) < etcdLeaseReuse {
+		return nil
+	}
+	ttl := int64((s.idemTTL + etcdLeaseReuse + time.Second - 1) / time.Second)
+	id, err := s.c.leaseGrant(ctx, ttl)
+	if err != nil {
+		return err
+	}
+	s.lease = etcdLease{id: id, granted: time.Now()}
+	return nil
 }
 
 func failPending(pending []*pendingCreate, err error) {
@@ -551,7 +694,7 @@ func (s *etcdStore) apply(kvs []etcdKV, rev int64) {
 			continue
 		}
 		before := s.idx.lastID()
-		if _, err := replayRecord(s.idx, kv.Value); err != nil {
+		if _, err := replayRecord(s.idx, kv.Value, nil); err != nil {
 			s.log.Error("etcd: a category record is not what petstore writes; the cache keeps what it could read", "key", string(kv.Key), "err", err)
 		}
 		if s.idx.lastID() != before {

@@ -12,9 +12,11 @@ import (
 // category's record is written and fsynced; creates that arrive while a
 // write is under way share the next write and fsync (group commit).
 type journalStore struct {
-	idx *index // written by the group writer's goroutine only
-	j   *journal
-	w   *groupWriter
+	idx  *index // written by the group writer's goroutine only
+	j    *journal
+	w    *groupWriter
+	keys *idempotencyTable
+	now  func() time.Time
 
 	// failed holds the error that stopped the journal, once a write could
 	// not be undone; from then on creates fail until a restart.
@@ -36,12 +38,13 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := j.replay(data, opts.log)
+	keys := newIdempotencyTable(opts.idempotencyTTL, opts.now)
+	idx, err := j.replay(data, keys, opts.log)
 	if err != nil {
 		j.close()
 		return nil, err
 	}
-	s := &journalStore{idx: idx, j: j, seen: make(map[string]struct{}), onCommit: opts.onCommit}
+	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, seen: make(map[string]struct{}), onCommit: opts.onCommit}
 	s.w = newGroupWriter(maxBatch, s.commit, opts.onBatch)
 	return s, nil
 }
@@ -52,10 +55,8 @@ func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.snapshot(), id)
 }
 
-func (s *journalStore) Create(_ context.Context, nc NewCategory) (Category, []byte, error) {
-	req := newCreateRequest(nc)
-	s.w.do(req)
-	return req.cat, req.body, req.err
+func (s *journalStore) Create(_ context.Context, nc NewCategory) (created, error) {
+	return createKeyed(s.keys, s.idx, nc, s.w.do)
 }
 
 // commit makes a batch durable with one journal write, then applies it.
@@ -66,7 +67,7 @@ func (s *journalStore) commit(batch []*createRequest) {
 		return
 	}
 	var accepted int
-	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0])
+	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0], s.now())
 	if accepted == 0 {
 		return
 	}

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // memoryStore keeps categories in memory only (PETSTORE_DATA=:memory:):
 // nothing is written, and a restart starts empty. It is safe for
 // concurrent use: creates take a mutex, reads take a snapshot.
 type memoryStore struct {
-	idx *index
+	idx  *index
+	keys *idempotencyTable
+	now  func() time.Time
 
 	mu      sync.Mutex // serialises creates
 	seen    map[string]struct{}
@@ -17,8 +20,13 @@ type memoryStore struct {
 	batch   [1]*createRequest
 }
 
-func newMemoryStore() *memoryStore {
-	return &memoryStore{idx: newIndex(0, 0), seen: make(map[string]struct{})}
+// newMemoryStore returns an empty memory store; of opts it uses the
+// Idempotency-Key expiry and clock.
+func newMemoryStore(opts storeOptions) *memoryStore {
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	return &memoryStore{idx: newIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now, seen: make(map[string]struct{})}
 }
 
 func (s *memoryStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
@@ -27,18 +35,21 @@ func (s *memoryStore) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.snapshot(), id)
 }
 
-func (s *memoryStore) Create(_ context.Context, nc NewCategory) (Category, []byte, error) {
-	req := newCreateRequest(nc)
+func (s *memoryStore) Create(_ context.Context, nc NewCategory) (created, error) {
+	return createKeyed(s.keys, s.idx, nc, s.commit)
+}
+
+// commit stores one create.
+func (s *memoryStore) commit(req *createRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batch[0] = req
 	var accepted int
-	s.records, accepted = assignBatch(s.idx, s.batch[:], s.seen, s.records[:0])
+	s.records, accepted = assignBatch(s.idx, s.batch[:], s.seen, s.records[:0], s.now())
 	if accepted > 0 {
 		applyBatch(s.idx, s.batch[:])
 	}
 	s.batch[0] = nil
-	return req.cat, req.body, req.err
 }
 
 func (s *memoryStore) Health() error { return nil }

@@ -36,11 +36,16 @@ func withStoreLog(w io.Writer) func(*storeOptions) {
 	return func(o *storeOptions) { o.log = slog.New(slog.NewJSONHandler(w, nil)) }
 }
 
-func mustStoreCreate(t *testing.T, s Store, name string) Category {
+// mustStoreCreate creates a category named name in s and checks that the
+// JSON answered is that category's.
+func mustStoreCreate(t *testing.T, s Store, name string) created {
 	t.Helper()
-	c, _, err := s.Create(context.Background(), NewCategory{Name: name})
+	c, err := s.Create(context.Background(), NewCategory{Name: name})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", name, err)
+	}
+	if want := string(Category{ID: c.id, Name: name}.appendJSON(nil)); string(c.json) != want || c.replayed {
+		t.Fatalf("Create(%q): got %s (replayed %v), want %s", name, c.json, c.replayed, want)
 	}
 	return c
 }
@@ -66,7 +71,7 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "dir", "cats.jsonl")
 	s := openTestStore(t, path)
 	mustStoreCreate(t, s, "dog")
-	if _, _, err := s.Create(context.Background(), NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
+	if _, err := s.Create(context.Background(), NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
 		t.Fatal(err)
 	}
 	mustStoreCreate(t, s, "Rabbit")
@@ -98,10 +103,10 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	if got := listString(t, s2); got != before {
 		t.Errorf("after reopen: got %s, want %s", got, before)
 	}
-	if c := mustStoreCreate(t, s2, "hamster"); c.ID != 4 {
-		t.Errorf("next id after reopen: got %d, want 4", c.ID)
+	if c := mustStoreCreate(t, s2, "hamster"); c.id != 4 {
+		t.Errorf("next id after reopen: got %d, want 4", c.id)
 	}
-	if _, _, err := s2.Create(context.Background(), NewCategory{Name: "DOG"}); err == nil {
+	if _, err := s2.Create(context.Background(), NewCategory{Name: "DOG"}); err == nil {
 		t.Errorf("uniqueness after reopen: creating DOG succeeded, want a conflict")
 	}
 }
@@ -137,8 +142,8 @@ func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
 			if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), `"line":4`) {
 				t.Errorf("want a warning naming line 4, logs: %s", logs)
 			}
-			if c := mustStoreCreate(t, s2, "hamster"); c.ID != 3 {
-				t.Errorf("next id: got %d, want 3", c.ID)
+			if c := mustStoreCreate(t, s2, "hamster"); c.id != 3 {
+				t.Errorf("next id: got %d, want 3", c.id)
 			}
 		})
 	}
@@ -170,7 +175,7 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 		{"not a journal", "hello\nworld\n", ":1:"},
 		{"one line that is not a journal", "hello world\n", ":1:"},
 		{"one line without newline that is not a journal", "hello world", ":1:"},
-		{"newer format", `{"format":"petstore-categories","version":2}` + "\n", "version 2"},
+		{"newer format", `{"format":"petstore-categories","version":3}` + "\n", "version 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
@@ -254,8 +259,8 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 	if got := listString(t, s2); got != before {
 		t.Errorf("after restart: got %s, want %s", got, before)
 	}
-	if c := mustStoreCreate(t, s2, "cat"); c.ID != 2 {
-		t.Errorf("next id after restart: got %d, want 2", c.ID)
+	if c := mustStoreCreate(t, s2, "cat"); c.id != 2 {
+		t.Errorf("next id after restart: got %d, want 2", c.id)
 	}
 }
 
@@ -299,7 +304,7 @@ func TestJournalGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("name-%d", i)})
+			_, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("name-%d", i)})
 			errs <- err
 		}()
 	}
@@ -344,7 +349,7 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 func TestStoreCloseRefusesLaterCreates(t *testing.T) {
 	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
 	s.Close()
-	if _, _, err := s.Create(context.Background(), NewCategory{Name: "dog"}); err == nil {
+	if _, err := s.Create(context.Background(), NewCategory{Name: "dog"}); err == nil {
 		t.Errorf("Create after Close succeeded")
 	}
 }

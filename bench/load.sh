@@ -209,6 +209,9 @@ compare "-s bench/post.lua $BASE/v1/categories" \
 	"baseline POST c$CONNS|start_baseline $OUT/list-100.json|$CONNS" \
 	"petstore POST durable c$CONNS|fresh_journal|$CONNS" \
 	"petstore POST durable c1|fresh_journal|1"
+say "POST /v1/categories with an Idempotency-Key on every create, durable"
+compare "-s bench/post_keys.lua $BASE/v1/categories" \
+	"petstore POST durable keys c$CONNS|fresh_journal|$CONNS"
 stop_server
 rm -f "$OUT/durable.jsonl"
 
@@ -314,7 +317,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
 	printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
 	for name in "petstore GET 100" "baseline GET 100" "petstore GET 100 limited" "petstore GET 100 log file" "petstore GET 10000" "baseline GET 10000" \
-		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1"; do
+		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1" "petstore POST durable keys c$CONNS"; do
 		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
 	done
 	echo "resident memory: $((EMPTY_RSS_KB / 1024)) MiB empty, $((RSS_KB / 1024)) MiB with 1,000,000 categories ($RSS_GROWTH_PER_CATEGORY bytes per category above empty)"
@@ -328,6 +331,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "GET 100 access log to a file / to /dev/null" "$(ratio "${RPS[petstore GET 100 log file]}" "${RPS[petstore GET 100]}")" ">=" 0.9
 	row "GET 10000: petstore / baseline requests/s" "$(ratio "${RPS[petstore GET 10000]}" "${RPS[baseline GET 10000]}")" ">=" 0.9
 	row "POST :memory: / baseline POST requests/s" "$(ratio "${RPS[petstore POST :memory: c$CONNS]}" "${RPS[baseline POST c$CONNS]}")" ">=" 0.8
+	row "POST durable c$CONNS with Idempotency-Keys / without" "$(ratio "${RPS[petstore POST durable keys c$CONNS]}" "${RPS[petstore POST durable c$CONNS]}")" ">=" 0.9
 	row "POST durable c$CONNS / POST :memory: c$CONNS" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST :memory: c$CONNS]}")" ">=" 0.6
 	row "start-up with 1,000,000 categories, seconds (to /healthz)" "$(awk -v m="$STARTUP_MS" 'BEGIN { printf "%.2f", m / 1000 }')" "<=" 2
 	row "resident memory per category, bytes (whole process)" "$RSS_PER_CATEGORY" "<=" 300
