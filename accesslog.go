@@ -26,7 +26,8 @@ type accessLine struct {
 	bytes     int64
 	duration  float64 // milliseconds, to the microsecond
 	requestID string
-	key       []byte // fingerprint of the accepted API key (8 hex digits); nil when none was
+	key       [8]byte // fingerprint of the accepted API key (8 hex digits), when keyed
+	keyed     bool
 	err       string // "" when the answer carried no error
 }
 
@@ -42,8 +43,8 @@ func (l *accessLine) attrs() []slog.Attr {
 		slog.Float64("duration_ms", l.duration),
 		slog.String("request_id", l.requestID),
 	}
-	if l.key != nil {
-		attrs = append(attrs, slog.String("key", string(l.key)))
+	if l.keyed {
+		attrs = append(attrs, slog.String("key", string(l.key[:])))
 	}
 	if l.err != "" {
 		attrs = append(attrs, slog.String("error", l.err))
@@ -75,9 +76,9 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	b = appendLogFloat(b, l.duration)
 	b = append(b, `,"request_id":`...)
 	b = appendLogString(b, l.requestID)
-	if l.key != nil {
+	if l.keyed {
 		b = append(b, `,"key":"`...)
-		b = append(b, l.key...)
+		b = append(b, l.key[:]...)
 		b = append(b, '"')
 	}
 	if l.err != "" {

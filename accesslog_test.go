@@ -54,8 +54,8 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		{"tiny duration", func(l *accessLine) { l.duration = 5e-7 }},
 		{"huge duration", func(l *accessLine) { l.duration = 3e21 }},
 		{"zero time", func(l *accessLine) { l.time = time.Time{} }},
-		{"key fingerprint", func(l *accessLine) { l.key = []byte("9f86d081") }},
-		{"key fingerprint and error", func(l *accessLine) { l.key, l.status, l.err = []byte("9f86d081"), 429, "rate_limited: too many" }},
+		{"key fingerprint", func(l *accessLine) { l.key, l.keyed = [8]byte([]byte("9f86d081")), true }},
+		{"key fingerprint and error", func(l *accessLine) { l.key, l.keyed, l.status, l.err = [8]byte([]byte("9f86d081")), true, 429, "rate_limited: too many" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

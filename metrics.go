@@ -44,13 +44,13 @@ type commitMetrics struct {
 }
 
 func newCommitMetrics() *commitMetrics {
-	return &commitMetrics{size: newHistogram(batchBounds), duration: newHistogram(durationBounds)}
+	return &commitMetrics{size: newHistogram(batchBounds, 1), duration: newHistogram(durationBounds, 1e-9)}
 }
 
 // observe counts one commit of n creates that took d.
 func (c *commitMetrics) observe(n int, d time.Duration) {
-	c.size.observe(float64(n))
-	c.duration.observe(d.Seconds())
+	c.size.observe(uint64(max(n, 0)))
+	c.duration.observe(uint64(max(d, 0)))
 }
 
 // metricMethods are the method label values; any other method counts as
@@ -92,7 +92,7 @@ func newServiceMetrics(patterns []string, commits *commitMetrics, store Store) *
 	m.requests = make([][len(metricMethods)][statusSlots]atomic.Uint64, len(m.patterns))
 	m.durations = make([]histogram, len(m.patterns))
 	for i := range m.durations {
-		m.durations[i] = newHistogram(durationBounds)
+		m.durations[i] = newHistogram(durationBounds, 1e-9)
 	}
 	version := "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
@@ -113,7 +113,7 @@ func (m *serviceMetrics) observeRequest(method, pattern string, status int, took
 		status = 500 // a status net/http would refuse to write
 	}
 	m.requests[route][methodIndex(method)][status-100].Add(1)
-	m.durations[route].observe(took.Seconds())
+	m.durations[route].observe(uint64(max(took, 0)))
 }
 
 func methodIndex(method string) int {
@@ -125,29 +125,36 @@ func methodIndex(method string) int {
 	return len(metricMethods) - 1
 }
 
-// histogram is a Prometheus histogram updated with atomics.
+// histogram is a Prometheus histogram updated with atomic adds: values are
+// whole multiples of a unit (nanoseconds for durations, 1 for counts), so
+// that the sum is an integer add, not a compare-and-swap loop that
+// concurrent requests would spin on.
 type histogram struct {
-	bounds []float64
-	counts []atomic.Uint64 // per bucket, not cumulative; the last is +Inf
-	sum    atomic.Uint64   // float64 bits
+	unit   float64  // what one of an observed value is worth, in the exposed unit
+	bounds []uint64 // upper bounds of the buckets, in units
+	counts []atomic.Uint64
+	sum    atomic.Uint64 // in units
+	shown  []float64     // the bounds as exposed
 }
 
-func newHistogram(bounds []float64) histogram {
-	return histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1)}
+// newHistogram makes a histogram with the given bucket bounds, in the
+// exposed unit, for values observed in multiples of unit.
+func newHistogram(bounds []float64, unit float64) histogram {
+	inUnits := make([]uint64, len(bounds))
+	for i, b := range bounds {
+		inUnits[i] = uint64(math.Round(b / unit))
+	}
+	return histogram{unit: unit, bounds: inUnits, shown: bounds, counts: make([]atomic.Uint64, len(bounds)+1)}
 }
 
-func (h *histogram) observe(v float64) {
+// observe counts one value of v units.
+func (h *histogram) observe(v uint64) {
 	i := 0
 	for i < len(h.bounds) && v > h.bounds[i] {
 		i++
 	}
 	h.counts[i].Add(1)
-	for {
-		old := h.sum.Load()
-		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
-			break
-		}
-	}
+	h.sum.Add(v)
 }
 
 // metricsContentType is the media type of the text format 0.0.4.
@@ -336,12 +343,12 @@ func (e *exposition) histogram(name, labels string, h *histogram) {
 	for i := range h.counts {
 		cumulative += h.counts[i].Load()
 		le := "+Inf"
-		if i < len(h.bounds) {
-			le = formatSampleValue(h.bounds[i])
+		if i < len(h.shown) {
+			le = formatSampleValue(h.shown[i])
 		}
 		e.sample(name+"_bucket", labels+sep+`le="`+le+`"`, float64(cumulative))
 	}
-	e.sample(name+"_sum", labels, math.Float64frombits(h.sum.Load()))
+	e.sample(name+"_sum", labels, float64(h.sum.Load())*h.unit)
 	e.sample(name+"_count", labels, float64(cumulative))
 }
 

@@ -131,10 +131,9 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 			duration:  float64(took.Microseconds()) / 1000,
 			requestID: id,
 		}
-		var fingerprint [8]byte
 		if facts.keyed {
-			hex.Encode(fingerprint[:], facts.key[:4])
-			line.key = fingerprint[:]
+			hex.Encode(line.key[:], facts.key[:4])
+			line.keyed = true
 		}
 		if facts.err != nil {
 			line.err = logErrorText(facts.err)
