@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -418,43 +415,9 @@ func TestRunGracefulShutdown(t *testing.T) {
 	svc := startRun(t, baseEnv(data))
 	client := newClient(t)
 
-	bodyReader, bodyWriter := io.Pipe()
-	t.Cleanup(func() { bodyWriter.CloseWithError(errors.New("test over")) })
-	got100 := make(chan struct{})
-	var once sync.Once
-	trace := &httptrace.ClientTrace{Got100Continue: func() { once.Do(func() { close(got100) }) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
-		"POST", svc.url("/v1/categories"), bodyReader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e2eKey)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Expect", "100-continue")
-
-	type answer struct {
-		status int
-		body   []byte
-		err    error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := client.Do(req)
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		answered <- answer{status: resp.StatusCode, body: body, err: err}
-	}()
-	select {
-	case <-got100:
-	case a := <-answered:
-		t.Fatalf("the slow request was answered before it sent its body: %d %s %v", a.status, a.body, a.err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no 100 Continue within 10s")
-	}
+	// Past the key check and reading its body (100 Continue) when the stop
+	// signal comes.
+	inFlight := startSlowCreate(t, client, svc.url("/v1/categories"), e2eKey)
 
 	svc.cancel()
 	waitListenerClosed(t, svc.addr)
@@ -464,17 +427,8 @@ func TestRunGracefulShutdown(t *testing.T) {
 	default:
 	}
 
-	go func() {
-		io.WriteString(bodyWriter, `{"name":"Late"}`)
-		bodyWriter.Close()
-	}()
-	select {
-	case a := <-answered:
-		if a.err != nil || a.status != http.StatusCreated {
-			t.Errorf("in-flight request: got %d %s %v, want 201", a.status, a.body, a.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("in-flight request not answered within 10s of its body")
+	if got := inFlight.finish(`{"name":"Late"}`); got != http.StatusCreated {
+		t.Errorf("in-flight request: got %d, want 201", got)
 	}
 	if err := svc.stop(); err != nil {
 		t.Fatalf("run after cancel: got %v, want nil", err)

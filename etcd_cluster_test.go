@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -244,9 +245,10 @@ func loadClient(t *testing.T) *http.Client {
 // the category (on 201), the Location and the Retry-After header.
 func createVia(client *http.Client, base, key, name string) (int, categoryBody, http.Header, error) {
 	body, _ := json.Marshal(map[string]string{"name": name})
-	req, _ := http.NewRequest("POST", base+"/v1/categories", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
+	req, err := newAPIRequest(context.Background(), "POST", base+"/v1/categories", key, string(body))
+	if err != nil {
+		return 0, categoryBody{}, nil, err
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, categoryBody{}, nil, err
@@ -270,8 +272,10 @@ func createVia(client *http.Client, base, key, name string) (int, categoryBody, 
 // listVia returns the list of base, its ETag and status.
 func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBody, string, int) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+"/v1/categories", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
+	req, err := newAPIRequest(context.Background(), "GET", base+"/v1/categories", key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("list %s: %v", base, err)
@@ -456,16 +460,9 @@ func TestEtcdTwoInstances(t *testing.T) {
 				t.Fatalf("create: %d %v", status, err)
 			}
 			created := time.Now()
-			req, _ := http.NewRequest("GET", to+h.Get("Location"), nil)
-			req.Header.Set("Authorization", "Bearer "+e2eKey)
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(strconv.Quote(c.Name))) {
-				t.Errorf("GET %s on the other instance at once: %d %s", h.Get("Location"), resp.StatusCode, got)
+			status, got, _ := getVia(t, client, to, h.Get("Location"), e2eKey)
+			if status != http.StatusOK || !bytes.Contains(got, []byte(strconv.Quote(c.Name))) {
+				t.Errorf("GET %s on the other instance at once: %d %s", h.Get("Location"), status, got)
 			}
 			mine, _, _ := listVia(t, client, from, e2eKey)
 			if len(mine) == 0 || mine[len(mine)-1].ID != c.ID {
@@ -483,9 +480,9 @@ func TestEtcdTwoInstances(t *testing.T) {
 // getVia GETs path on base and returns the status, body and headers.
 func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []byte, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+path, nil)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	req, err := newAPIRequest(context.Background(), "GET", base+path, key, "")
+	if err != nil {
+		t.Fatal(err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"runtime"
 	"strconv"
 	"strings"
@@ -225,4 +226,62 @@ func redactAll(s string) string {
 		s = strings.ReplaceAll(s, k, "<key>")
 	}
 	return s
+}
+
+// slowCreate is a POST whose body is held back after the key check.
+type slowCreate struct {
+	body   *io.PipeWriter
+	status chan int
+}
+
+// startSlowCreate sends a create with Expect: 100-continue and returns once
+// the server has said 100 Continue: it accepted the key and is reading the
+// body, which finish sends.
+func startSlowCreate(t *testing.T, client *http.Client, url, key string) *slowCreate {
+	t.Helper()
+	r, w := io.Pipe()
+	t.Cleanup(func() { w.CloseWithError(errors.New("test over")) })
+	got100 := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{Got100Continue: func() { once.Do(func() { close(got100) }) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	sc := &slowCreate{body: w, status: make(chan int, 1)}
+	go func() {
+		resp, err := client.Do(req)
+		if err != nil {
+			sc.status <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		sc.status <- resp.StatusCode
+	}()
+	select {
+	case <-got100:
+	case s := <-sc.status:
+		t.Fatalf("the slow create was answered (%d) before it sent its body", s)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no 100 Continue within 10 s")
+	}
+	return sc
+}
+
+// finish sends the body and returns the answer's status (0: no answer).
+func (sc *slowCreate) finish(body string) int {
+	go func() {
+		io.WriteString(sc.body, body)
+		sc.body.Close()
+	}()
+	select {
+	case s := <-sc.status:
+		return s
+	case <-time.After(10 * time.Second):
+		return 0
+	}
 }
