@@ -55,7 +55,9 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		{"huge duration", func(l *accessLine) { l.duration = 3e21 }},
 		{"zero time", func(l *accessLine) { l.time = time.Time{} }},
 		{"key fingerprint", func(l *accessLine) { l.key, l.keyed = [8]byte([]byte("9f86d081")), true }},
-		{"key fingerprint and error", func(l *accessLine) { l.key, l.keyed, l.status, l.err = [8]byte([]byte("9f86d081")), true, 429, "rate_limited: too many" }},
+		{"key fingerprint and error", func(l *accessLine) {
+			l.key, l.keyed, l.status, l.err = [8]byte([]byte("9f86d081")), true, 429, "rate_limited: too many"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
