@@ -117,18 +117,27 @@ func newMetricsEnv(t *testing.T) *testEnv {
 		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking}))
 }
 
-// promtool's own check accepts the exposition after traffic of every
-// status (decisions.md, "Operations"). Without promtool the test skips
-// loudly, unless PETSTORE_TEST_REQUIRE_PROMTOOL is set (CI sets it).
-func TestMetricsPassPromtool(t *testing.T) {
-	t.Parallel()
+// promtoolPath returns the promtool binary. Without one the test skips
+// loudly, saying what was not checked, unless PETSTORE_TEST_REQUIRE_PROMTOOL
+// is set (CI sets it): then it fails.
+func promtoolPath(t *testing.T, what string) string {
+	t.Helper()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("PETSTORE_TEST_REQUIRE_PROMTOOL") != "" {
 			t.Fatalf("promtool is not installed and PETSTORE_TEST_REQUIRE_PROMTOOL is set (apt-get install prometheus)")
 		}
-		t.Skip("SKIPPED LOUDLY: promtool is not installed (apt-get install prometheus); the exposition was NOT checked by Prometheus's own tool")
+		t.Skipf("SKIPPED LOUDLY: promtool is not installed (apt-get install prometheus); %s was NOT checked by Prometheus's own tool", what)
 	}
+	return promtool
+}
+
+// promtool's own check accepts the exposition after traffic of every
+// status (decisions.md, "Operations"). Without promtool the test skips
+// loudly, unless PETSTORE_TEST_REQUIRE_PROMTOOL is set (CI sets it).
+func TestMetricsPassPromtool(t *testing.T) {
+	t.Parallel()
+	promtool := promtoolPath(t, "the exposition")
 	env := newMetricsEnv(t)
 	trafficOfEveryStatus(t, env)
 	body := scrape(t, env)
@@ -285,13 +294,7 @@ func TestAccessLogKeyFingerprint(t *testing.T) {
 // promtool check config, with the key file it names beside it.
 func TestREADMEScrapeConfig(t *testing.T) {
 	t.Parallel()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_PROMTOOL") != "" {
-			t.Fatalf("promtool is not installed and PETSTORE_TEST_REQUIRE_PROMTOOL is set (apt-get install prometheus)")
-		}
-		t.Skip("SKIPPED LOUDLY: promtool is not installed (apt-get install prometheus); README's scrape configuration was NOT checked")
-	}
+	promtool := promtoolPath(t, "README's scrape configuration")
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
