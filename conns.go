@@ -89,6 +89,11 @@ func (l *connLimiter) signal() {
 
 func (l *connLimiter) add(c net.Conn) *trackedConn {
 	tc := &trackedConn{Conn: c}
+	// A connection counts as idle from its accept until its first request
+	// arrives (StateActive): one that never sends a byte is as evictable as
+	// a keep-alive connection nobody uses, or silent clients could hold
+	// every slot.
+	tc.idleSince.Store(int64(time.Since(l.epoch)) | 1)
 	l.mu.Lock()
 	tc.index = len(l.conns)
 	l.conns = append(l.conns, tc)
@@ -126,6 +131,11 @@ func (l *connLimiter) waitForRoom(closed <-chan struct{}) error {
 			l.mu.Unlock()
 			return nil
 		}
+		// Waiting is announced before the scan: a connection that goes
+		// idle after the scan has looked at it then sees it and signals
+		// (its idleSince store comes before its load of waiting, and this
+		// store before the scan's loads), so no wake-up is lost.
+		l.waiting.Store(true)
 		// A scan, only at the cap; it keeps the per-request transitions
 		// free of locks, which an ordered idle list would need.
 		var oldest *trackedConn
@@ -133,9 +143,6 @@ func (l *connLimiter) waitForRoom(closed <-chan struct{}) error {
 			if since := c.idleSince.Load(); since != 0 && !c.evicted.Load() && (oldest == nil || since < oldest.idleSince.Load()) {
 				oldest = c
 			}
-		}
-		if oldest == nil {
-			l.waiting.Store(true) // before unlocking: a connection going idle now signals
 		}
 		l.mu.Unlock()
 		if oldest != nil {

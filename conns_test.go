@@ -75,6 +75,7 @@ func TestConnLimiterEvictsLongestIdle(t *testing.T) {
 	_, s3 := h.dial(t)
 	for _, s := range []net.Conn{s1, s2, s3} {
 		h.lim.connState(s, http.StateNew)
+		h.lim.connState(s, http.StateActive) // each has a request under way
 	}
 	// Idle order: 2, then 1; 3 stays active.
 	h.lim.connState(s2, http.StateIdle)
@@ -195,8 +196,30 @@ func TestMaxConnsIdleFlood(t *testing.T) {
 	p.stop(t)
 }
 
-// SIGTERM while clients send bodies slowly, one unauthenticated (already
-// answered 401) and one authenticated mid-body: petstore waits out the
+// Connections that never send a byte cannot hold the slots either: they
+// count as idle from their accept, oldest first (decisions.md,
+// "Hardening"), so a new client is still answered within a second.
+func TestMaxConnsSilentFlood(t *testing.T) {
+	t.Parallel()
+	p := startBinary(t, map[string]string{"PETSTORE_MAX_CONNS": "100"},
+		withPrefix("sh", "-c", `ulimit -n 140 && exec "$0"`))
+	for range 150 {
+		p.dialRaw(t) // connected, silent: not even a request line
+	}
+	conn := p.dialRaw(t)
+	start := time.Now()
+	conn.SetDeadline(time.Now().Add(time.Second))
+	io.WriteString(conn, "GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+binKey+"\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("new client behind 150 silent connections: %v after %v", err, time.Since(start))
+	}
+	resp.Body.Close()
+	p.stop(t)
+}
+
+// SIGTERM while clients send bodies slowly, one unauthenticated (answered
+// 401 at once, its connection closed) and one authenticated mid-body: petstore waits out the
 // grace, closes them, closes the journal and exits 0 (decisions.md,
 // "Hardening"). This waits the real 10 s grace, in parallel with the rest.
 func TestStopWithSlowBodies(t *testing.T) {
@@ -208,8 +231,8 @@ func TestStopWithSlowBodies(t *testing.T) {
 	io.WriteString(unauth, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 	authed := p.dialRaw(t)
 	io.WriteString(authed, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+binKey+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
-	// The 401 is logged once its handler returns; net/http then waits for
-	// the rest of the body before sending it.
+	// The 401 is logged once its handler returns; its connection is closed
+	// then, without waiting for the rest of its body (see refuseKey).
 	if p.waitLog(5*time.Second, func(l logLine) bool { return l["msg"] == "request" && l["status"] == float64(401) }) == nil {
 		t.Fatal("the unauthenticated request was not answered")
 	}
