@@ -131,6 +131,17 @@ type idempotencyTable struct {
 
 	mu      sync.Mutex
 	entries map[idempotencyScope]*idempotencyEntry
+	// expiring lists the done keys in the order they expire: every key
+	// lives the same TTL, so that is the order they were done in (replay
+	// loads them in file order). Expired ones are dropped from its front
+	// on every claim, so memory follows the keys made within the TTL.
+	expiring []expiringKey
+	next     int // expiring[:next] are dropped already
+}
+
+type expiringKey struct {
+	scope   idempotencyScope
+	expires int64
 }
 
 // idempotencyScope is a key within the API key that sent it.
@@ -172,9 +183,11 @@ const (
 func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.now().UnixNano()
+	t.dropExpired(now)
 	s := idempotencyScope{k.scope, k.key}
 	e, ok := t.entries[s]
-	if ok && !e.inFlight && e.expires <= t.now().UnixNano() {
+	if ok && !e.inFlight && e.expires <= now {
 		ok = false // expired: as if never seen
 	}
 	switch {
@@ -194,7 +207,29 @@ func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
 func (t *idempotencyTable) done(k idempotencyKey, id int64, created time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.entries[idempotencyScope{k.scope, k.key}] = &idempotencyEntry{request: k.request, id: id, expires: created.Add(t.ttl).UnixNano()}
+	s := idempotencyScope{k.scope, k.key}
+	expires := created.Add(t.ttl).UnixNano()
+	t.entries[s] = &idempotencyEntry{request: k.request, id: id, expires: expires}
+	t.expiring = append(t.expiring, expiringKey{s, expires})
+}
+
+// dropExpired forgets the keys expired at now, from the front of
+// expiring. Callers hold mu.
+func (t *idempotencyTable) dropExpired(now int64) {
+	for t.next < len(t.expiring) && t.expiring[t.next].expires <= now {
+		x := t.expiring[t.next]
+		// The key may have been done again since (it expired and was
+		// claimed anew): only this expiry's entry goes.
+		if e := t.entries[x.scope]; e != nil && !e.inFlight && e.expires == x.expires {
+			delete(t.entries, x.scope)
+		}
+		t.expiring[t.next] = expiringKey{}
+		t.next++
+	}
+	if t.next > 1024 && t.next > len(t.expiring)/2 {
+		t.expiring = append(t.expiring[:0], t.expiring[t.next:]...)
+		t.next = 0
+	}
 }
 
 // release forgets a claim whose create did not answer 201: a retry is
@@ -215,15 +250,9 @@ func (t *idempotencyTable) load(k idempotencyKey, id int64, created time.Time) {
 	}
 }
 
-// sweep drops the expired keys and returns how many are left.
-func (t *idempotencyTable) sweep() int {
+// size returns how many keys the table holds, in flight or done.
+func (t *idempotencyTable) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now().UnixNano()
-	for s, e := range t.entries {
-		if !e.inFlight && e.expires <= now {
-			delete(t.entries, s)
-		}
-	}
 	return len(t.entries)
 }

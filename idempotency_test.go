@@ -114,11 +114,13 @@ func TestIdempotencyTable(t *testing.T) {
 		t.Fatalf("just before expiry: got %v, want replay", got)
 	}
 	clock.advance(time.Nanosecond)
-	if left := tab.sweep(); left != 1 { // otherScope's claim is still in flight
-		t.Fatalf("sweep at expiry: %d left, want 1", left)
-	}
 	if got, _ := tab.claim(k); got != claimNew {
 		t.Fatalf("after expiry: got %v, want new", got)
+	}
+	// The claim dropped the expired entry; what is left: otherScope's
+	// claim and k's new one, both in flight.
+	if n := tab.size(); n != 2 {
+		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
 	tab.load(idempotencyKey{scope: "cccc2222", key: "old"}, 3, clock.now().Add(-2*time.Hour))
 	if got, _ := tab.claim(idempotencyKey{scope: "cccc2222", key: "old"}); got != claimNew {
@@ -280,8 +282,36 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	clock.advance(time.Hour)
 	s2.Close()
 	s3 := openTestStore(t, path, withClock)
-	if left := s3.keys.sweep(); left != 0 {
-		t.Errorf("keys loaded from a journal whose keys have all expired: %d, want 0", left)
+	if n := s3.keys.size(); n != 0 {
+		t.Errorf("keys loaded from a journal whose keys have all expired: %d, want 0", n)
+	}
+}
+
+// Expired keys leave memory as new creates come, without any sweep called
+// by hand: memory follows the keys made within the TTL.
+func TestIdempotencyKeysLeaveMemory(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	s := newMemoryStore(storeOptions{now: clock.now, idempotencyTTL: time.Hour})
+	env := newTestEnv(t, withStore(s))
+	for i := range 3000 {
+		if rec := keyedCreate(t, env, fmt.Sprintf("k%d", i), fmt.Sprintf(`{"name":"n%d"}`, i)); rec.Code != http.StatusCreated {
+			t.Fatalf("create %d: %d", i, rec.Code)
+		}
+		clock.advance(time.Second)
+	}
+	if n := s.keys.size(); n != 3000 {
+		t.Fatalf("keys within the TTL: %d, want 3000", n)
+	}
+	clock.advance(time.Hour)
+	if rec := keyedCreate(t, env, "last", `{"name":"last"}`); rec.Code != http.StatusCreated {
+		t.Fatalf("last create: %d", rec.Code)
+	}
+	if n := s.keys.size(); n != 1 {
+		t.Errorf("keys after the TTL: %d, want 1 (the last)", n)
+	}
+	if len(s.keys.expiring)-s.keys.next != 1 {
+		t.Errorf("expiry queue: %d entries left, want 1", len(s.keys.expiring)-s.keys.next)
 	}
 }
 
