@@ -396,11 +396,15 @@ func (c *etcdClient) post(ctx context.Context, endpoint, path string, body []byt
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	// 4 MiB: a page of 1000 categories is well below; a gateway that sends
-	// more is not answering what was asked.
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	// A page of etcdPageSize categories of the largest size fits well
+	// below; a gateway that sends more is not answering what was asked, and
+	// says so rather than leaving a cut answer to fail decoding.
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayAnswer+1))
 	if err != nil {
 		return 0, nil, err
+	}
+	if len(respBody) > maxGatewayAnswer {
+		return 0, nil, fmt.Errorf("etcd answered %s with more than %d bytes", path, maxGatewayAnswer)
 	}
 	return resp.StatusCode, respBody, nil
 }

@@ -737,3 +737,47 @@ func TestEtcdImportExport(t *testing.T) {
 		t.Errorf("create of an imported name: %d %v; want 409", status, err)
 	}
 }
+
+// Categories of the largest size still fit the pages a start reads: 600
+// of them (about 9 KB each as the gateway sends them, 5 MB in all) are all
+// back after a reopen.
+func TestEtcdLargeCategoriesReopen(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	open := func() Store {
+		t.Helper()
+		cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("large"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := openStore(cluster.data("large"), storeOptions{etcd: cfg})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	}
+	s := open()
+	desc := strings.Repeat("<", maxDescriptionLen) // 6 bytes of JSON each
+	var wg sync.WaitGroup
+	errs := make(chan error, 600)
+	for i := range 600 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("big-%d", i), Description: desc, HasDescription: true})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+	}
+	s.Close()
+	s2 := open()
+	defer s2.Close()
+	if n := snapshotOf(t, s2).Len(); n != 600 {
+		t.Errorf("after a reopen: %d categories, want 600", n)
+	}
+}

@@ -99,8 +99,13 @@ const (
 	etcdCacheWait = 250 * time.Millisecond
 	// etcdProbeEvery is how often the background probe checks for a quorum.
 	etcdProbeEvery = time.Second
-	// etcdPageSize is the categories read per range request.
-	etcdPageSize = 1000
+	// etcdPageSize is the categories read per range request. A category
+	// is at most about 10 KB as the gateway sends it (1000 characters of
+	// description, each up to 6 bytes of JSON, then base64), so a page is
+	// at most about 1 MB, well within maxGatewayAnswer.
+	etcdPageSize = 100
+	// maxGatewayAnswer bounds what petstore reads of one gateway answer.
+	maxGatewayAnswer = 8 << 20
 )
 
 // etcdKeys are the keys of one prefix.
