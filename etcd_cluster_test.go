@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -416,7 +417,7 @@ func TestEtcdTwoInstances(t *testing.T) {
 			t.Errorf("retry on the other instance: %s (replayed %q, Location %q), want %s replayed at %s",
 				againBody, again.Header.Get("Idempotent-Replayed"), again.Header.Get("Location"), body, first.Header.Get("Location"))
 		}
-		// And again there: now from its own table.
+		// And again there (etcd answers again: the key was made elsewhere).
 		third, thirdBody := post(bases[1], `"cross-1"`, "cross instance")
 		if third.Header.Get("Idempotent-Replayed") != "true" || string(thirdBody) != string(body) {
 			t.Errorf("second retry on the other instance: %d %s", third.StatusCode, thirdBody)
@@ -425,20 +426,26 @@ func TestEtcdTwoInstances(t *testing.T) {
 		wantStatus(t, "the key with another request", other, otherBody, http.StatusUnprocessableEntity)
 		// Racing one key on both instances: one category.
 		var wg sync.WaitGroup
-		statuses := make(chan int, 20)
+		type answer struct {
+			status int
+			body   []byte
+		}
+		answers := make(chan answer, 20)
 		for i := range 20 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, _ := post(bases[i%2], `"cross-race"`, "raced by key")
-				statuses <- resp.StatusCode
+				resp, body := post(bases[i%2], `"cross-race"`, "raced by key")
+				answers <- answer{resp.StatusCode, body}
 			}()
 		}
 		wg.Wait()
-		close(statuses)
-		for st := range statuses {
-			if st != http.StatusCreated && st != http.StatusConflict {
-				t.Errorf("a raced create with one key: %d, want 201 (first or replay) or 409 (in use)", st)
+		close(answers)
+		for a := range answers {
+			var eb errorBody
+			json.Unmarshal(a.body, &eb)
+			if a.status != http.StatusCreated && !(a.status == http.StatusConflict && eb.Code == codeIdempotencyKeyInUse) {
+				t.Errorf("a raced create with one key: %d %s, want 201 (first or replay) or 409 idempotency_key_in_use", a.status, a.body)
 			}
 		}
 		list, _ := waitList(t, client, bases[0], e2eKey, 1, time.Second)
@@ -779,5 +786,41 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 	defer s2.Close()
 	if n := snapshotOf(t, s2).Len(); n != 600 {
 		t.Errorf("after a reopen: %d categories, want 600", n)
+	}
+}
+
+// In one batch, a keyed retry of a create another instance made is not
+// refused as a duplicate of another create of the same name in the batch:
+// it goes in a txn of its own and is answered with its create.
+func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	open := func() *etcdStore {
+		t.Helper()
+		cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("keyed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := openStore(cluster.data("keyed"), storeOptions{etcd: cfg})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.(*etcdStore)
+	}
+	x, y := open(), open()
+	k1 := &idempotencyKey{scope: "aaaa0000", key: "k1", request: requestFingerprint(NewCategory{Name: "dog"})}
+	first, err := x.Create(context.Background(), NewCategory{Name: "dog", idem: k1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := &idempotencyKey{scope: "bbbb1111", key: "k2", request: requestFingerprint(NewCategory{Name: "dog"})}
+	other := newCreateRequest(NewCategory{Name: "dog", idem: k2})
+	retry := newCreateRequest(NewCategory{Name: "dog", idem: k1})
+	y.commit([]*createRequest{other, retry}) // as the group writer would, on y's writer goroutine's behalf
+	if retry.err != nil || retry.replayOf != first.id {
+		t.Errorf("the retry: err %v, replay of %d; want a replay of %d", retry.err, retry.replayOf, first.id)
+	}
+	if ae := (*apiError)(nil); !errors.As(other.err, &ae) || ae.code != codeConflict {
+		t.Errorf("the other create of the name: %v, want conflict", other.err)
 	}
 }

@@ -62,6 +62,7 @@ type etcdStore struct {
 	// other instances are found by the txn, whose compare they fail.
 	idem    *idempotencyTable
 	idemTTL time.Duration
+	now     func() time.Time // the clock of idempotency expiry
 
 	// The cache. mu serialises its writers: the watch, the catch-up range
 	// reads and the name checks of the writer goroutine. Readers take
@@ -174,6 +175,9 @@ var errOutcomeUnknown = apiErrorf(codeUnavailable, "the etcd cluster did not con
 // openEtcdStore waits for the cluster (at most cfg.startTimeout), fills the
 // cache and starts the watch and the health probe.
 func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
+	if opts.now == nil {
+		opts.now = time.Now
+	}
 	c, err := newEtcdClient(cfg)
 	if err != nil {
 		return nil, err
@@ -183,6 +187,7 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		log:      opts.log,
 		onCommit: opts.onCommit,
 		idem:     newIdempotencyTable(opts.idempotencyTTL, opts.now),
+		now:      opts.now,
 		idemTTL:  opts.idempotencyTTL,
 		keys:     newEtcdKeys(cfg.prefix),
 		seen:     make(map[string]struct{}),
@@ -288,10 +293,9 @@ func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 // another instance made is found by the txn (its key's compare fails) and
 // answered with that create's category.
 func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error) {
-	if err := s.Health(); err != nil {
-		return created{}, err
-	}
 	if k := nc.idem; k != nil {
+		// A key this instance knows is answered without etcd, also while
+		// it has no quorum.
 		switch outcome, id := s.idem.claim(*k); outcome {
 		case claimReplay:
 			return s.replay(ctx, id)
@@ -300,6 +304,12 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		case claimInFlight:
 			return created{}, errIdempotencyKeyInUse
 		}
+		if err := s.Health(); err != nil {
+			s.idem.release(*k)
+			return created{}, err
+		}
+	} else if err := s.Health(); err != nil {
+		return created{}, err
 	}
 	req := newCreateRequest(nc)
 	s.w.do(req)
@@ -381,7 +391,13 @@ type pendingCreate struct {
 // the counter fails from then on). Either way: never a duplicate, never a
 // 201 for a category that was not committed.
 func (s *etcdStore) commit(batch []*createRequest) {
-	pending := s.checkNames(batch)
+	pending, later := s.checkNames(batch)
+	if len(later) > 0 {
+		// Keyed creates of a name another create of this batch claims:
+		// each may be the retry of the create that made that name (its
+		// key tells), so they go in a txn of their own, after this one.
+		defer s.commit(later)
+	}
 	if len(pending) == 0 {
 		return
 	}
@@ -414,7 +430,7 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			if s.onCommit != nil {
 				s.onCommit(len(pending), time.Since(start))
 			}
-			now := time.Now()
+			now := s.now()
 			for _, p := range pending {
 				p.req.cat.ID = p.id
 				p.req.at = now
@@ -461,16 +477,20 @@ func (s *etcdStore) commit(batch []*createRequest) {
 
 // checkNames answers 409 for names the cache knows and for a name given
 // twice in the batch, and returns the other creates with their tokens.
-func (s *etcdStore) checkNames(batch []*createRequest) []*pendingCreate {
+func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate, later []*createRequest) {
 	clear(s.seen)
-	pending := make([]*pendingCreate, 0, len(batch))
+	pending = make([]*pendingCreate, 0, len(batch))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, req := range batch {
 		_, dup := s.seen[req.key]
-		// A keyed create whose name is taken may be the retry of the create
-		// that took it, on another instance: the txn tells.
-		if dup || req.nc.idem == nil && s.idx.has(req.key) {
+		switch {
+		case dup && req.nc.idem != nil:
+			later = append(later, req) // one txn cannot claim a name twice
+			continue
+		case dup || req.nc.idem == nil && s.idx.has(req.key):
+			// A keyed create whose name is taken may be the retry of the
+			// create that took it, on another instance: the txn tells.
 			req.err = errConflict(req.nc.Name)
 			continue
 		}
@@ -478,7 +498,7 @@ func (s *etcdStore) checkNames(batch []*createRequest) []*pendingCreate {
 		req.cat = Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
 		pending = append(pending, &pendingCreate{req: req, token: rand.Text()})
 	}
-	return pending
+	return pending, later
 }
 
 // buildTxn gives the pending creates the ids after s.counter and builds
@@ -564,6 +584,7 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 				switch {
 				case claim.Token == p.token: // committed by an earlier attempt
 					p.req.cat.ID = claim.ID
+					p.req.at = s.now()
 					committed++
 				case claim.Request == hex.EncodeToString(p.req.nc.idem.request[:]):
 					p.req.replayOf = claim.ID
@@ -581,6 +602,7 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 		if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
 			// Committed by an earlier attempt whose answer was lost.
 			p.req.cat.ID = claim.ID
+			p.req.at = s.now()
 			committed++
 			continue
 		}
