@@ -18,10 +18,11 @@ import (
 // (decisions.md, "Running and configuration").
 type config struct {
 	addr         string
-	keys         []string // never logged: every key accepted at start
-	envKeys      []string // the keys of PETSTORE_API_KEYS, which stay for the life of the process
-	keyFile      string   // PETSTORE_API_KEYS_FILE, read again to rotate keys
-	generatedKey bool     // keys holds one key made up at start
+	keys         []string    // never logged: every key accepted at start
+	envKeys      []string    // the keys of PETSTORE_API_KEYS, which stay for the life of the process
+	keyFile      string      // PETSTORE_API_KEYS_FILE, read again to rotate keys
+	keyFileSeen  fileVersion // of the key file, as it was before loadConfig read it
+	generatedKey bool        // keys holds one key made up at start
 	dataPath     string
 	etcd         etcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
@@ -72,6 +73,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.keys = append(cfg.keys, keys...)
 	}
 	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
+		// Its version is taken before it is read: a change in between is
+		// then seen by the first poll (see keyRotation), never missed.
+		cfg.keyFileSeen, _ = versionOf(path)
 		keys, err := readKeyFile(path)
 		if err != nil {
 			return cfg, err

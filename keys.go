@@ -46,12 +46,10 @@ func versionOf(path string) (fileVersion, error) {
 	return v, nil
 }
 
-func newKeyRotation(ring *keyring, envKeys []string, path string, log *slog.Logger) *keyRotation {
-	kr := &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log}
-	if path != "" {
-		kr.seen, _ = versionOf(path) // the file run read at start
-	}
-	return kr
+// newKeyRotation reloads path into ring, whose keys were read from the
+// file when it was at version seen.
+func newKeyRotation(ring *keyring, envKeys []string, path string, seen fileVersion, log *slog.Logger) *keyRotation {
+	return &keyRotation{ring: ring, envKeys: envKeys, path: path, seen: seen, log: log}
 }
 
 // reload reads the file and puts its keys, with the environment's, in force.

@@ -114,6 +114,12 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		}
 		return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[1])
 	}
+	// SIGHUP reloads the key file; without one it is only logged, never
+	// the end of the process that it is by default. It is caught from the
+	// start, so one sent while petstore starts is not fatal either.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
@@ -187,12 +193,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
 
-	// SIGHUP reloads the key file; without one it is only logged, never
-	// the end of the process that it is by default.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, log)
+	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log)
 	go rotation.run(ctx, hup, keyFilePoll)
 
 	serveErr := make(chan error, 1)
