@@ -52,6 +52,9 @@ type storeOptions struct {
 	idempotencyTTL time.Duration
 	// now is the clock of key expiry; nil is time.Now (tests move theirs).
 	now func() time.Time
+	// readOnly opens a journal to read it only (petstore -export and
+	// -import): no torn tail cut, no header written or rewritten.
+	readOnly bool
 	// syncDir fsyncs a directory; nil is the real one (tests watch it).
 	syncDir func(dir string) error
 	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.

@@ -848,7 +848,7 @@ func exportCategories(cfg config, log *slog.Logger, w io.Writer) error {
 			return fmt.Errorf("PETSTORE_DATA: %w", err)
 		}
 	}
-	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd})
+	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd, readOnly: true})
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
@@ -877,9 +877,9 @@ func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) 
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("-import: %w", err)
 	}
-	// Opened as a petstore would: its checks, and its lock, so that no
-	// petstore appends to it while it is copied.
-	js, err := openJournalStore(path, storeOptions{log: log})
+	// Opened as a petstore would (its checks, and its lock, so that no
+	// petstore appends to it while it is copied), but only read.
+	js, err := openJournalStore(path, storeOptions{log: log, readOnly: true})
 	if err != nil {
 		return fmt.Errorf("-import %s: %w", path, err)
 	}

@@ -34,7 +34,7 @@ const maxBatch = 1024
 
 // openJournalStore opens the journal at path and replays it.
 func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
-	j, data, err := openJournal(path, opts.syncDir)
+	j, data, err := openJournal(path, opts.syncDir, opts.readOnly)
 	if err != nil {
 		return nil, err
 	}

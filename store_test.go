@@ -377,3 +377,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
 	}
 }
+
+// petstore -export reads a journal and changes nothing in it: a version-1
+// header stays version 1 (an older petstore can still read the file), a
+// torn last line stays where it is.
+func TestExportLeavesTheJournalAlone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	content := `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n" + `{"id":2,"na`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	env := map[string]string{"PETSTORE_DATA": path, "PETSTORE_API_KEYS": e2eKey}
+	if err := run(context.Background(), []string{"petstore", "-export"}, func(k string) string { return env[k] }, &stdout, io.Discard); err != nil {
+		t.Fatalf("-export: %v", err)
+	}
+	if want := journalHeader + "\n" + `{"id":1,"name":"dog"}` + "\n"; stdout.String() != want {
+		t.Errorf("exported: %q, want %q", stdout.String(), want)
+	}
+	if data, _ := os.ReadFile(path); string(data) != content {
+		t.Errorf("the journal changed: %q", data)
+	}
+	if _, err := os.Stat(path + ".torn"); err == nil {
+		t.Errorf("-export wrote a .torn file")
+	}
+}
