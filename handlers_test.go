@@ -1128,3 +1128,34 @@ func TestDeclaredBodyLength(t *testing.T) {
 		t.Errorf("created %+v from a %d-byte body", c, len(body))
 	}
 }
+
+// A handler that panics after its answer began cannot turn it into an
+// Error: the answer is aborted, so that the client sees it broken rather
+// than complete, and the request is still logged with its id.
+func TestPanicAfterAnswerBeganAborts(t *testing.T) {
+	t.Parallel()
+	partial := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("partial"))
+		http.NewResponseController(w).Flush()
+		panic("after the answer began")
+	})
+	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-partial", operationID: "testPartial", handler: partial}))
+	srv := httptest.NewServer(env.handler)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/test-partial", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("X-Request-Id", "partial-1")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Errorf("the client read a complete answer %q; want it broken", body)
+	}
+	if !logHas(env.logs.String(), "handler panicked", "partial-1") || !logHas(env.logs.String(), "request", "partial-1") {
+		t.Errorf("the panic and the request are not both logged with the request id")
+	}
+}

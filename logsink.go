@@ -44,10 +44,12 @@ type logSink struct {
 // How long and how much access lines wait before they are written, how much
 // may wait while stderr does not drain, and how long Close waits for it.
 const (
-	logFlushSize  = 32 << 10
-	logBufferMax  = 8 * logFlushSize
-	logFlushDelay = 100 * time.Millisecond
-	logCloseWait  = time.Second
+	logFlushSize = 32 << 10
+	// bufferedBatches is how many flushes' worth the sink holds while
+	// stderr does not drain, before it drops lines.
+	bufferedBatches = 8
+	logFlushDelay   = 100 * time.Millisecond
+	logCloseWait    = time.Second
 )
 
 // newLogSink returns a sink that writes to w in batches of about limit
@@ -56,7 +58,7 @@ const (
 func newLogSink(w io.Writer, limit int, delay time.Duration) *logSink {
 	s := &logSink{
 		w: w, warn: slog.New(slog.NewJSONHandler(w, nil)),
-		limit: limit, max: 8 * limit, delay: delay, buf: make([]byte, 0, limit),
+		limit: limit, max: bufferedBatches * limit, delay: delay, buf: make([]byte, 0, limit),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), closeWait: logCloseWait,
 	}
 	s.timer = time.AfterFunc(time.Hour, s.notify)

@@ -197,7 +197,7 @@ func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
 	defer client.CloseIdleConnections()
 	// Lines of about 2 KiB (a 404's path is in its line): 400 of them are
 	// 800 KiB, more than the pipe (64 KiB), the writer's batch and the
-	// sink's buffer (logBufferMax) hold together.
+	// sink's buffer (bufferedBatches × logFlushSize) hold together.
 	long := "/v1/no-such-path/" + strings.Repeat("x", 2<<10)
 	for i := range 400 {
 		path, want := long, http.StatusNotFound

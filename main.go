@@ -152,6 +152,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
+	defer ln.Close() // on the ways out before Serve, which closes it otherwise
 	conns := newConnLimiter(maxConns)
 	keys := newKeyring(cfg.keys)
 	var limits *limiter

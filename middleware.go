@@ -114,36 +114,43 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 		st.rec.requestID[0] = id
 		w.Header()["X-Request-Id"] = st.rec.requestID[:]
 		r = r.WithContext(&st.ctx)
+		// Logged in a defer: a handler that panics after its answer began
+		// is aborted (see recoverPanics), and its line is written all the
+		// same.
+		defer logRequest(access, log, metrics, r, facts, start)
 		next.ServeHTTP(&st.rec, r)
-
-		if facts.status == 0 { // nothing written: net/http answers 200
-			facts.status = http.StatusOK
-		}
-		took := time.Since(start)
-		metrics.observeRequest(r.Method, r.Pattern, facts.status, took)
-		line := accessLine{
-			time:      start, // when the request arrived; the duration says how long it took
-			method:    r.Method,
-			route:     r.Pattern,
-			path:      r.URL.Path,
-			status:    facts.status,
-			bytes:     facts.bytes,
-			duration:  float64(took.Microseconds()) / 1000,
-			requestID: id,
-		}
-		if facts.keyed {
-			hex.Encode(line.key[:], facts.key[:4])
-			line.keyed = true
-		}
-		if facts.err != nil {
-			line.err = logErrorText(facts.err)
-		}
-		if facts.status < 500 {
-			access.write(&line)
-			return
-		}
-		log.LogAttrs(r.Context(), slog.LevelError, "request", line.attrs()...)
 	})
+}
+
+// logRequest counts and logs one request once it is answered.
+func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r *http.Request, facts *requestFacts, start time.Time) {
+	if facts.status == 0 { // nothing written: net/http answers 200
+		facts.status = http.StatusOK
+	}
+	took := time.Since(start)
+	metrics.observeRequest(r.Method, r.Pattern, facts.status, took)
+	line := accessLine{
+		time:      start, // when the request arrived; the duration says how long it took
+		method:    r.Method,
+		route:     r.Pattern,
+		path:      r.URL.Path,
+		status:    facts.status,
+		bytes:     facts.bytes,
+		duration:  float64(took.Microseconds()) / 1000,
+		requestID: facts.id,
+	}
+	if facts.keyed {
+		hex.Encode(line.key[:], facts.key[:4])
+		line.keyed = true
+	}
+	if facts.err != nil {
+		line.err = logErrorText(facts.err)
+	}
+	if facts.status < 500 {
+		access.write(&line)
+		return
+	}
+	log.LogAttrs(r.Context(), slog.LevelError, "request", line.attrs()...)
 }
 
 // validRequestID accepts 1 to 128 characters of letters, digits and -._:
@@ -177,8 +184,12 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 			facts := factsOf(r)
 			log.Error("handler panicked", "request_id", facts.id, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if facts.status != 0 {
+				// The answer is under way and cannot become an Error:
+				// abort it, so that the client sees a broken answer, not
+				// a complete-looking one (net/http closes the connection
+				// and logs nothing more for ErrAbortHandler).
 				facts.err = err
-				return // the answer is under way; net/http closes the connection
+				panic(http.ErrAbortHandler)
 			}
 			writeError(w, r, err)
 		}()

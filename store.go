@@ -33,8 +33,8 @@ type Store interface {
 	// Health returns why the store cannot take creates now, or nil. It
 	// never waits for a write.
 	Health() error
-	// Close waits for the creates under way and releases the store.
-	// Creates after Close fail.
+	// Close waits for the creates under way and releases the store. The
+	// journal and etcd stores refuse creates after it (503 unavailable).
 	Close() error
 }
 
@@ -90,8 +90,11 @@ func openStore(data string, opts storeOptions) (Store, error) {
 const memoryPath = ":memory:"
 
 var (
-	errNotFound     = errors.New("no such category")
-	errStoreClosed  = errors.New("store is closed")
+	errNotFound = errors.New("no such category")
+	// errStoreClosed answers a create that comes while the service stops
+	// (the grace is over and the store is closed): the client's retry
+	// belongs to another instance, or to this one once it is back.
+	errStoreClosed  = apiErrorf(codeUnavailable, "the service is stopping; retry in a moment")
 	errIDsExhausted = fmt.Errorf("no id left: the last category has id %d, the largest an id can be", int64(math.MaxInt64))
 )
 
