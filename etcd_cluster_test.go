@@ -824,3 +824,39 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 		t.Errorf("the other create of the name: %v, want conflict", other.err)
 	}
 }
+
+// A lease that is gone (revoked by hand, lost with a restore) does not
+// fail keyed creates: the store grants a new one and puts the key again.
+func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
+	cluster := startEtcdCluster(t)
+	cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(cluster.data("lease"), storeOptions{etcd: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := st.(*etcdStore)
+	key := func(k, name string) NewCategory {
+		nc := NewCategory{Name: name}
+		nc.idem = &idempotencyKey{scope: "aaaa0000", key: k, request: requestFingerprint(nc)}
+		return nc
+	}
+	if _, err := s.Create(context.Background(), key("k1", "one")); err != nil {
+		t.Fatal(err)
+	}
+	revoke := fmt.Sprintf(`{"ID":%d}`, s.lease.id) // read after the create returned: the writer is idle
+	resp, err := http.Post("http://"+strings.Split(cluster.endpoints(), ",")[0]+"/v3/lease/revoke", "application/json", strings.NewReader(revoke))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoking the lease: %d", resp.StatusCode)
+	}
+	if c, err := s.Create(context.Background(), key("k2", "two")); err != nil || c.id != 2 {
+		t.Errorf("a keyed create after the lease was revoked: %+v, %v; want id 2", c, err)
+	}
+}

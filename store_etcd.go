@@ -455,6 +455,11 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			s.markDown(err)
 			failPending(pending, errUnavailable)
 			return
+		case isLeaseNotFound(err) && attempt < 3:
+			// The lease of the keys is gone (revoked, or lost with a
+			// restore): nothing was applied; grant a new one and go again.
+			s.lease = etcdLease{}
+			continue
 		default:
 			// A final refusal (4xx): nothing was applied, and sending it
 			// again would not change the answer. The detail is logged.
@@ -613,6 +618,13 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	}
 	s.counter, s.counterRev = counter.value, counter.rev
 	return retry, nil
+}
+
+// isLeaseNotFound reports whether err is etcd refusing a put because its
+// lease does not exist (gRPC code 5, "requested lease not found").
+func isLeaseNotFound(err error) bool {
+	var ge *gatewayError
+	return errors.As(err, &ge) && (ge.code == 5 || strings.Contains(ge.message, "lease not found"))
 }
 
 // etcdLease is the lease the Idempotency-Keys of recent creates are put
