@@ -228,6 +228,7 @@ func isTorn(line []byte, complete bool, lineNo int, last bool) bool {
 // path+".torn", then truncates the journal to offset.
 func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.Logger) error {
 	tornPath := j.path + ".torn"
+	_, statErr := os.Stat(tornPath)
 	tf, err := os.OpenFile(tornPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -238,6 +239,9 @@ func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.
 	}
 	if cerr := tf.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && errors.Is(statErr, os.ErrNotExist) {
+		err = syncDir(filepath.Dir(tornPath)) // its name, too, before the journal is cut
 	}
 	if err != nil {
 		return fmt.Errorf("saving the torn end of %s: %w", j.path, err)
