@@ -62,6 +62,16 @@ func parseIdempotencyKey(h http.Header) (string, error) {
 // parseSFString parses a structured-field string: printable ASCII between
 // double quotes, with \" and \\ the only escapes, and nothing after it.
 func parseSFString(v string) (string, bool) {
+	// The usual key has no escapes: it is the text between the quotes.
+	if end := strings.IndexAny(v[1:], `"\\`); end >= 0 && v[1+end] == '"' && 1+end == len(v)-1 {
+		inner := v[1 : 1+end]
+		for i := 0; i < len(inner); i++ {
+			if inner[i] < 0x20 || inner[i] > 0x7e {
+				return "", false
+			}
+		}
+		return inner, true
+	}
 	var b strings.Builder
 	for i := 1; i < len(v); i++ {
 		c := v[i]
@@ -111,26 +121,28 @@ type idempotencyKey struct {
 // requestFingerprint identifies a create by what it asks for once
 // validated: the trimmed name and the description, if any.
 func requestFingerprint(nc NewCategory) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(nc.Name))
+	var buf [512]byte // the usual request fits: no allocation
+	b := append(buf[:0], nc.Name...)
 	if nc.HasDescription {
-		h.Write([]byte{0})
-		h.Write([]byte(nc.Description))
+		b = append(b, 0)
+		b = append(b, nc.Description...)
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	return sha256.Sum256(b)
 }
 
 // idempotencyTable is the keys a store knows, in memory: those in flight
 // and those whose create answered 201 and have not expired. It is safe for
 // concurrent use.
+//
+// Its map holds no pointer: a key is known by a digest of its scope and
+// text, and its entry is a plain value, so that millions of keys (a day of
+// busy creates) cost the garbage collector nothing to scan.
 type idempotencyTable struct {
 	ttl time.Duration
 	now func() time.Time
 
 	mu      sync.Mutex
-	entries map[idempotencyScope]*idempotencyEntry
+	entries map[idempotencyID]idempotencyEntry
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
@@ -139,14 +151,20 @@ type idempotencyTable struct {
 	next     int // expiring[:next] are dropped already
 }
 
-type expiringKey struct {
-	scope   idempotencyScope
-	expires int64
+// idempotencyID names a key within the API key that sent it: the first
+// 16 bytes of the SHA-256 of the scope and the key.
+type idempotencyID [16]byte
+
+func (k idempotencyKey) id() idempotencyID {
+	var buf [8 + 1 + maxIdempotencyKey]byte
+	b := append(append(append(buf[:0], k.scope...), 0), k.key...)
+	sum := sha256.Sum256(b)
+	return idempotencyID(sum[:16])
 }
 
-// idempotencyScope is a key within the API key that sent it.
-type idempotencyScope struct {
-	scope, key string
+type expiringKey struct {
+	id      idempotencyID
+	expires int64
 }
 
 type idempotencyEntry struct {
@@ -165,7 +183,7 @@ func newIdempotencyTable(ttl time.Duration, now func() time.Time) *idempotencyTa
 	if ttl <= 0 {
 		ttl = defaultIdempotencyTTL
 	}
-	return &idempotencyTable{ttl: ttl, now: now, entries: make(map[idempotencyScope]*idempotencyEntry)}
+	return &idempotencyTable{ttl: ttl, now: now, entries: make(map[idempotencyID]idempotencyEntry)}
 }
 
 // claimOutcome is what claim found.
@@ -185,14 +203,14 @@ func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
 	defer t.mu.Unlock()
 	now := t.now().UnixNano()
 	t.dropExpired(now)
-	s := idempotencyScope{k.scope, k.key}
+	s := k.id()
 	e, ok := t.entries[s]
 	if ok && !e.inFlight && e.expires <= now {
 		ok = false // expired: as if never seen
 	}
 	switch {
 	case !ok:
-		t.entries[s] = &idempotencyEntry{request: k.request, inFlight: true}
+		t.entries[s] = idempotencyEntry{request: k.request, inFlight: true}
 		return claimNew, 0
 	case e.inFlight:
 		return claimInFlight, 0
@@ -207,9 +225,9 @@ func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
 func (t *idempotencyTable) done(k idempotencyKey, id int64, created time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := idempotencyScope{k.scope, k.key}
+	s := k.id()
 	expires := created.Add(t.ttl).UnixNano()
-	t.entries[s] = &idempotencyEntry{request: k.request, id: id, expires: expires}
+	t.entries[s] = idempotencyEntry{request: k.request, id: id, expires: expires}
 	t.expiring = append(t.expiring, expiringKey{s, expires})
 }
 
@@ -220,8 +238,8 @@ func (t *idempotencyTable) dropExpired(now int64) {
 		x := t.expiring[t.next]
 		// The key may have been done again since (it expired and was
 		// claimed anew): only this expiry's entry goes.
-		if e := t.entries[x.scope]; e != nil && !e.inFlight && e.expires == x.expires {
-			delete(t.entries, x.scope)
+		if e, ok := t.entries[x.id]; ok && !e.inFlight && e.expires == x.expires {
+			delete(t.entries, x.id)
 		}
 		t.expiring[t.next] = expiringKey{}
 		t.next++
@@ -237,8 +255,8 @@ func (t *idempotencyTable) dropExpired(now int64) {
 func (t *idempotencyTable) release(k idempotencyKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := idempotencyScope{k.scope, k.key}
-	if e := t.entries[s]; e != nil && e.inFlight {
+	s := k.id()
+	if e, ok := t.entries[s]; ok && e.inFlight {
 		delete(t.entries, s)
 	}
 }
