@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -70,4 +71,24 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 		t.Errorf("second: status %d, want 201", got)
 	}
 	waitFor("the budget is given back", func() bool { return budget.free.Load() == 2 })
+}
+
+// A body that finds no memory free within the budget's wait is not the
+// client's fault: 503 unavailable with Retry-After, and nothing was read.
+func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
+	t.Parallel()
+	budget := newBodyBudget(bodyBlock, 20*time.Millisecond)
+	if err := budget.acquire(context.Background(), 1); err != nil { // held by another body
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
+	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`})
+	mustError(t, rec, http.StatusServiceUnavailable, codeUnavailable)
+	if got := rec.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After: got %q, want 1", got)
+	}
+	budget.release(1)
+	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`}); rec.Code != http.StatusCreated {
+		t.Errorf("with the budget free again: got %d, want 201", rec.Code)
+	}
 }

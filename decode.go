@@ -64,7 +64,12 @@ func bodyReadError(w http.ResponseWriter, r *http.Request, err error) error {
 	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 		return errPayloadTooLarge
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errBodyWait) {
+	if errors.Is(err, errBodyWait) {
+		// Not the client's doing: the server had no memory free for the
+		// body in time (many large bodies at once). Nothing was read.
+		return &apiError{code: codeUnavailable, message: "the server is reading too many request bodies at once; retry in a moment", cause: err}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// The write deadline runs out with the read deadline (both count
 		// from the request's start); give the answer a moment of its own.
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerWriteTime))
