@@ -6,6 +6,10 @@ local counter = 0
 
 request = function()
   counter = counter + 1
-  return wrk.format(nil, nil, { ["Idempotency-Key"] = '"bench-' .. counter .. '"' },
-    '{"name":"category-' .. counter .. '"}')
+  -- wrk.format uses the headers it is given instead of wrk.headers (where
+  -- -H put Authorization): pass them all.
+  local headers = {}
+  for k, v in pairs(wrk.headers) do headers[k] = v end
+  headers["Idempotency-Key"] = '"bench-' .. counter .. '"'
+  return wrk.format(nil, nil, headers, '{"name":"category-' .. counter .. '"}')
 end
