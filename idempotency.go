@@ -155,7 +155,7 @@ type idempotencyTable struct {
 // 16 bytes of the SHA-256 of the scope and the key.
 type idempotencyID [16]byte
 
-func (k idempotencyKey) id() idempotencyID {
+func (k *idempotencyKey) id() idempotencyID {
 	var buf [8 + 1 + maxIdempotencyKey]byte
 	b := append(append(append(buf[:0], k.scope...), 0), k.key...)
 	sum := sha256.Sum256(b)
@@ -198,7 +198,7 @@ const (
 
 // claim looks up k: a new key is marked in flight, to be settled by done or
 // release.
-func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
+func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now().UnixNano()
@@ -222,7 +222,7 @@ func (t *idempotencyTable) claim(k idempotencyKey) (claimOutcome, int64) {
 }
 
 // done records that the create that claimed k made category id at created.
-func (t *idempotencyTable) done(k idempotencyKey, id int64, created time.Time) {
+func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := k.id()
@@ -252,7 +252,7 @@ func (t *idempotencyTable) dropExpired(now int64) {
 
 // release forgets a claim whose create did not answer 201: a retry is
 // processed afresh.
-func (t *idempotencyTable) release(k idempotencyKey) {
+func (t *idempotencyTable) release(k *idempotencyKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := k.id()
@@ -262,7 +262,7 @@ func (t *idempotencyTable) release(k idempotencyKey) {
 }
 
 // load adds a key found in the journal, unless it has expired.
-func (t *idempotencyTable) load(k idempotencyKey, id int64, created time.Time) {
+func (t *idempotencyTable) load(k *idempotencyKey, id int64, created time.Time) {
 	if expires := created.Add(t.ttl); expires.After(t.now()) {
 		t.done(k, id, created)
 	}

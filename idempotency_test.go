@@ -87,34 +87,34 @@ func TestIdempotencyTable(t *testing.T) {
 	k := idempotencyKey{scope: "aaaa0000", key: "k1", request: requestFingerprint(NewCategory{Name: "dog"})}
 	other := k
 	other.request = requestFingerprint(NewCategory{Name: "cat"})
-	if got, _ := tab.claim(k); got != claimNew {
+	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("first claim: got %v, want new", got)
 	}
-	if got, _ := tab.claim(k); got != claimInFlight {
+	if got, _ := tab.claim(&k); got != claimInFlight {
 		t.Fatalf("claim while in flight: got %v", got)
 	}
-	tab.release(k)
-	if got, _ := tab.claim(k); got != claimNew {
+	tab.release(&k)
+	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("claim after a release: got %v, want new (a failed create stores nothing)", got)
 	}
-	tab.done(k, 7, clock.now())
-	if got, id := tab.claim(k); got != claimReplay || id != 7 {
+	tab.done(&k, 7, clock.now())
+	if got, id := tab.claim(&k); got != claimReplay || id != 7 {
 		t.Fatalf("same key, same request: got %v %d, want replay of 7", got, id)
 	}
-	if got, _ := tab.claim(other); got != claimReused {
+	if got, _ := tab.claim(&other); got != claimReused {
 		t.Fatalf("same key, other request: got %v, want reused", got)
 	}
 	otherScope := k
 	otherScope.scope = "bbbb1111"
-	if got, _ := tab.claim(otherScope); got != claimNew {
+	if got, _ := tab.claim(&otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
 	clock.advance(time.Hour - time.Nanosecond)
-	if got, _ := tab.claim(k); got != claimReplay {
+	if got, _ := tab.claim(&k); got != claimReplay {
 		t.Fatalf("just before expiry: got %v, want replay", got)
 	}
 	clock.advance(time.Nanosecond)
-	if got, _ := tab.claim(k); got != claimNew {
+	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("after expiry: got %v, want new", got)
 	}
 	// The claim dropped the expired entry; what is left: otherScope's
@@ -122,8 +122,8 @@ func TestIdempotencyTable(t *testing.T) {
 	if n := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
-	tab.load(idempotencyKey{scope: "cccc2222", key: "old"}, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(idempotencyKey{scope: "cccc2222", key: "old"}); got != claimNew {
+	tab.load(&idempotencyKey{scope: "cccc2222", key: "old"}, 3, clock.now().Add(-2*time.Hour))
+	if got, _ := tab.claim(&idempotencyKey{scope: "cccc2222", key: "old"}); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 }
@@ -364,8 +364,8 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		for i := range n {
 			k := idempotencyKey{scope: "9f86d081", key: fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i)}
 			k.request[0] = byte(i)
-			tab.claim(k)
-			tab.done(k, int64(i+1), now)
+			tab.claim(&k)
+			tab.done(&k, int64(i+1), now)
 		}
 		perKey = float64(liveHeap()-before) / n
 		runtime.KeepAlive(tab)

@@ -362,7 +362,7 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		return false, errors.New("record lacks an id or a name")
 	}
 	if idem != nil && keys != nil {
-		keys.load(idem.key, c.ID, idem.at)
+		keys.load(&idem.key, c.ID, idem.at)
 	}
 	if c.ID <= x.lastID() {
 		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())

@@ -119,6 +119,9 @@ type createRequest struct {
 	err  error
 	done chan struct{} // closed when the group writer is done with it
 
+	// idemRecord is the key's part of the journal line (appendKeyMember).
+	idemRecord []byte
+
 	// replayOf is the category an earlier create with the same
 	// Idempotency-Key made, found while committing (the etcd store).
 	replayOf int64
@@ -150,7 +153,9 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 		seen[req.key] = struct{}{}
 		next++
 		req.cat = Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
-		req.at = now
+		if req.at.IsZero() {
+			req.at = now
+		}
 		records = appendRecord(records, req)
 		accepted++
 	}
@@ -172,28 +177,33 @@ func applyBatch(x *index, batch []*createRequest) {
 // sent with, if any, so that a torn line loses both or neither.
 func appendRecord(dst []byte, req *createRequest) []byte {
 	dst = req.cat.appendJSON(dst)
-	if k := req.nc.idem; k != nil {
-		dst = dst[:len(dst)-1] // reopen the object
-		dst = append(dst, `,"idempotency":{"scope":`...)
-		dst = appendJSONString(dst, k.scope)
-		dst = append(dst, `,"key":`...)
-		dst = appendJSONString(dst, k.key)
-		dst = append(dst, `,"request":"`...)
-		dst = hex.AppendEncode(dst, k.request[:])
-		dst = append(dst, `","at":"`...)
-		dst = req.at.UTC().AppendFormat(dst, time.RFC3339Nano)
-		dst = append(dst, `"}}`...)
+	if req.idemRecord != nil {
+		dst = append(dst[:len(dst)-1], req.idemRecord...) // inside the object
 	}
 	return append(dst, '\n')
+}
+
+// appendKeyMember appends the "idempotency" member of a keyed create's
+// journal line, with the object's closing brace: `,"idempotency":{…}}`.
+func appendKeyMember(dst []byte, k *idempotencyKey, at time.Time) []byte {
+	dst = append(dst, `,"idempotency":{"scope":`...)
+	dst = appendJSONString(dst, k.scope)
+	dst = append(dst, `,"key":`...)
+	dst = appendJSONString(dst, k.key)
+	dst = append(dst, `,"request":"`...)
+	dst = hex.AppendEncode(dst, k.request[:])
+	dst = append(dst, `","at":"`...)
+	dst = at.UTC().AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, `"}}`...)
 }
 
 // createKeyed runs a create of the memory or the journal store under its
 // Idempotency-Key, if it has one: a key the table knows is answered from
 // it; a new one is claimed for the create, and settled by its outcome.
 // commit makes the create durable (or refuses it).
-func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*createRequest)) (created, error) {
+func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() time.Time, commit func(*createRequest)) (created, error) {
 	if k := nc.idem; k != nil {
-		switch outcome, id := keys.claim(*k); outcome {
+		switch outcome, id := keys.claim(k); outcome {
 		case claimReplay:
 			body, err := getFrom(x.snapshot(), id)
 			if err != nil {
@@ -207,12 +217,19 @@ func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*
 		}
 	}
 	req := newCreateRequest(nc)
+	if k := nc.idem; k != nil {
+		// The key's part of the journal line is made here, on the
+		// request's goroutine, not by the one writer every create waits
+		// for; its time is the create's.
+		req.at = now()
+		req.idemRecord = appendKeyMember(make([]byte, 0, 160), k, req.at)
+	}
 	commit(req)
 	if k := nc.idem; k != nil {
 		if req.err != nil {
-			keys.release(*k) // a create that failed stores nothing: a retry starts afresh
+			keys.release(k) // a create that failed stores nothing: a retry starts afresh
 		} else {
-			keys.done(*k, req.cat.ID, req.at)
+			keys.done(k, req.cat.ID, req.at)
 		}
 	}
 	if req.err != nil {

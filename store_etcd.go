@@ -296,7 +296,7 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 	if k := nc.idem; k != nil {
 		// A key this instance knows is answered without etcd, also while
 		// it has no quorum.
-		switch outcome, id := s.idem.claim(*k); outcome {
+		switch outcome, id := s.idem.claim(k); outcome {
 		case claimReplay:
 			return s.replay(ctx, id)
 		case claimReused:
@@ -305,7 +305,7 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 			return created{}, errIdempotencyKeyInUse
 		}
 		if err := s.Health(); err != nil {
-			s.idem.release(*k)
+			s.idem.release(k)
 			return created{}, err
 		}
 	} else if err := s.Health(); err != nil {
@@ -318,9 +318,9 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		case req.err != nil, req.replayOf != 0:
 			// Failed: a retry starts afresh. Made elsewhere: etcd keeps
 			// it (and its expiry); a retry asks etcd again.
-			s.idem.release(*k)
+			s.idem.release(k)
 		default:
-			s.idem.done(*k, req.cat.ID, req.at)
+			s.idem.done(k, req.cat.ID, req.at)
 		}
 	}
 	if req.err != nil {
