@@ -745,24 +745,28 @@ func TestEtcdImportExport(t *testing.T) {
 	}
 }
 
+// openClusterStore opens an etcd store on prefix of cluster, closed at the
+// end of the test (Close may be called before).
+func openClusterStore(t *testing.T, cluster *etcdCluster, prefix string) *etcdStore {
+	t.Helper()
+	cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openStore(cluster.data(prefix), storeOptions{etcd: cfg})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.(*etcdStore)
+}
+
 // Categories of the largest size still fit the pages a start reads: 600
 // of them (about 9 KB each as the gateway sends them, 5 MB in all) are all
 // back after a reopen.
 func TestEtcdLargeCategoriesReopen(t *testing.T) {
 	cluster := startEtcdCluster(t)
-	open := func() Store {
-		t.Helper()
-		cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("large"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := openStore(cluster.data("large"), storeOptions{etcd: cfg})
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		return s
-	}
-	s := open()
+	s := openClusterStore(t, cluster, "large")
 	desc := strings.Repeat("<", maxDescriptionLen) // 6 bytes of JSON each
 	var wg sync.WaitGroup
 	errs := make(chan error, 600)
@@ -782,8 +786,7 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 		}
 	}
 	s.Close()
-	s2 := open()
-	defer s2.Close()
+	s2 := openClusterStore(t, cluster, "large")
 	if n := snapshotOf(t, s2).Len(); n != 600 {
 		t.Errorf("after a reopen: %d categories, want 600", n)
 	}
@@ -794,20 +797,7 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 // it goes in a txn of its own and is answered with its create.
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 	cluster := startEtcdCluster(t)
-	open := func() *etcdStore {
-		t.Helper()
-		cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("keyed"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := openStore(cluster.data("keyed"), storeOptions{etcd: cfg})
-		if err != nil {
-			t.Fatalf("open: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s.(*etcdStore)
-	}
-	x, y := open(), open()
+	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
 	k1 := &idempotencyKey{scope: "aaaa0000", key: "k1", request: requestFingerprint(NewCategory{Name: "dog"})}
 	first, err := x.Create(context.Background(), NewCategory{Name: "dog", idem: k1})
 	if err != nil {
@@ -829,16 +819,7 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 // fail keyed creates: the store grants a new one and puts the key again.
 func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
 	cluster := startEtcdCluster(t)
-	cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data("lease"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := openStore(cluster.data("lease"), storeOptions{etcd: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s := st.(*etcdStore)
+	s := openClusterStore(t, cluster, "lease")
 	key := func(k, name string) NewCategory {
 		nc := NewCategory{Name: name}
 		nc.idem = &idempotencyKey{scope: "aaaa0000", key: k, request: requestFingerprint(nc)}
