@@ -115,19 +115,22 @@ func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' 
 type idempotencyKey struct {
 	scope   string   // fingerprint of the API key (8 hex digits)
 	key     string   // as the client sent it
-	request [32]byte // SHA-256 of the validated request
+	request [16]byte // of the validated request: see requestFingerprint
 }
 
 // requestFingerprint identifies a create by what it asks for once
 // validated: the trimmed name and the description, if any.
-func requestFingerprint(nc NewCategory) [32]byte {
+// It is the first 16 bytes of a SHA-256: far more than enough to tell two
+// requests of one key apart, and half as much to store.
+func requestFingerprint(nc NewCategory) [16]byte {
 	var buf [512]byte // the usual request fits: no allocation
 	b := append(buf[:0], nc.Name...)
 	if nc.HasDescription {
 		b = append(b, 0)
 		b = append(b, nc.Description...)
 	}
-	return sha256.Sum256(b)
+	sum := sha256.Sum256(b)
+	return [16]byte(sum[:16])
 }
 
 // idempotencyTable is the keys a store knows, in memory: those in flight
@@ -168,7 +171,7 @@ type expiringKey struct {
 }
 
 type idempotencyEntry struct {
-	request  [32]byte
+	request  [16]byte
 	id       int64 // 0 while in flight
 	expires  int64 // Unix nanoseconds; 0 while in flight
 	inFlight bool
@@ -223,11 +226,15 @@ func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 
 // done records that the create that claimed k made category id at created.
 func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) {
+	t.doneID(k.id(), k.request, id, created)
+}
+
+// doneID is done for a key known by its table id (as the journal keeps it).
+func (t *idempotencyTable) doneID(s idempotencyID, request [16]byte, id int64, created time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := k.id()
 	expires := created.Add(t.ttl).UnixNano()
-	t.entries[s] = idempotencyEntry{request: k.request, id: id, expires: expires}
+	t.entries[s] = idempotencyEntry{request: request, id: id, expires: expires}
 	t.expiring = append(t.expiring, expiringKey{s, expires})
 }
 
@@ -262,9 +269,9 @@ func (t *idempotencyTable) release(k *idempotencyKey) {
 }
 
 // load adds a key found in the journal, unless it has expired.
-func (t *idempotencyTable) load(k *idempotencyKey, id int64, created time.Time) {
+func (t *idempotencyTable) load(s idempotencyID, request [16]byte, id int64, created time.Time) {
 	if expires := created.Add(t.ttl); expires.After(t.now()) {
-		t.done(k, id, created)
+		t.doneID(s, request, id, created)
 	}
 }
 

@@ -362,7 +362,7 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		return false, errors.New("record lacks an id or a name")
 	}
 	if idem != nil && keys != nil {
-		keys.load(&idem.key, c.ID, idem.at)
+		keys.load(idem.id, idem.request, c.ID, idem.at)
 	}
 	if c.ID <= x.lastID() {
 		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
@@ -373,45 +373,42 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 
 // keyRecord is the "idempotency" member of a record.
 type keyRecord struct {
-	key idempotencyKey
-	at  time.Time // when the create was committed
+	id      idempotencyID
+	request [16]byte
+	at      time.Time // when the create was made
 }
 
-// parseKeyRecord reads {"scope":…,"key":…,"request":<64 hex>,"at":<RFC 3339>}.
+// parseKeyRecord reads {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}.
 func parseKeyRecord(v []byte) (*keyRecord, error) {
-	bad := errors.New(`the "idempotency" member is not {"scope","key","request","at"} as petstore writes it`)
-	members, err := objectMembers(v, make([]member, 0, 4))
-	if err != nil || len(members) != 4 {
+	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as petstore writes it`)
+	members, err := objectMembers(v, make([]member, 0, 3))
+	if err != nil || len(members) != 3 {
 		return nil, bad
 	}
 	var r keyRecord
-	var seen [4]bool
+	var seen [3]bool
+	hex16 := func(dst []byte, v []byte) bool {
+		text, err := jsonString(v)
+		n, herr := hex.Decode(dst, []byte(text))
+		return err == nil && herr == nil && n == len(dst) && len(text) == 2*n
+	}
 	for _, m := range members {
-		if jsonKind(m.value) != "string" {
-			return nil, bad
-		}
-		text, err := jsonString(m.value)
-		if err != nil {
-			return nil, bad
-		}
-		switch m.name {
-		case "scope":
-			r.key.scope, seen[0] = text, true
-		case "key":
-			r.key.key, seen[1] = text, true
-		case "request":
-			if n, err := hex.Decode(r.key.request[:], []byte(text)); err != nil || n != len(r.key.request) || len(text) != 2*n {
+		switch {
+		case m.name == "id" && jsonKind(m.value) == "string" && hex16(r.id[:], m.value):
+			seen[0] = true
+		case m.name == "request" && jsonKind(m.value) == "string" && hex16(r.request[:], m.value):
+			seen[1] = true
+		case m.name == "at" && jsonKind(m.value) == "number":
+			ms, err := strconv.ParseInt(string(m.value), 10, 64)
+			if err != nil {
 				return nil, bad
 			}
-			seen[2] = true
-		case "at":
-			if r.at, err = time.Parse(time.RFC3339Nano, text); err != nil {
-				return nil, bad
-			}
-			seen[3] = true
+			r.at, seen[2] = time.UnixMilli(ms), true
+		default:
+			return nil, bad
 		}
 	}
-	if seen != [4]bool{true, true, true, true} || r.key.key == "" {
+	if seen != [3]bool{true, true, true} {
 		return nil, bad
 	}
 	return &r, nil

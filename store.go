@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -184,17 +185,20 @@ func appendRecord(dst []byte, req *createRequest) []byte {
 }
 
 // appendKeyMember appends the "idempotency" member of a keyed create's
-// journal line, with the object's closing brace: `,"idempotency":{…}}`.
+// journal line, with the object's closing brace:
+// `,"idempotency":{"id":<hex>,"request":<hex>,"at":<Unix ms>}}`. The key
+// is kept as the table knows it, a digest of its scope and text: short
+// whatever the key's length (a journal write per batch of creates is what
+// durable creates wait for), and no client's key text on disk.
 func appendKeyMember(dst []byte, k *idempotencyKey, at time.Time) []byte {
-	dst = append(dst, `,"idempotency":{"scope":`...)
-	dst = appendJSONString(dst, k.scope)
-	dst = append(dst, `,"key":`...)
-	dst = appendJSONString(dst, k.key)
-	dst = append(dst, `,"request":"`...)
+	id := k.id()
+	dst = append(dst, `,"idempotency":{"id":"`...)
+	dst = hex.AppendEncode(dst, id[:])
+	dst = append(dst, `","request":"`...)
 	dst = hex.AppendEncode(dst, k.request[:])
-	dst = append(dst, `","at":"`...)
-	dst = at.UTC().AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, `"}}`...)
+	dst = append(dst, `","at":`...)
+	dst = strconv.AppendInt(dst, at.UnixMilli(), 10)
+	return append(dst, `}}`...)
 }
 
 // createKeyed runs a create of the memory or the journal store under its
