@@ -13,22 +13,8 @@ OLD=$1 NEW=$2
 ROUNDS=${ROUNDS:-4}
 DURATION=${DURATION:-4s}
 PORT=${PORT:-18555}
-OUT=bench/out
-mkdir -p "$OUT"
-KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-BASE="http://127.0.0.1:$PORT"
-pid=""
-stop() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		pid=""
-	fi
-}
-trap stop EXIT
-# A version-1 journal, which both old and new petstores read.
-awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
-	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$OUT/ab-list.v1"
+. bench/lib.sh
+journal100 1 "$OUT/ab-list.v1" # version 1: both old and new petstores read it
 start() { # BIN DATA
 	stop
 	cp "$OUT/ab-list.v1" "$OUT/ab-list.jsonl"

@@ -13,24 +13,9 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4s}
 PORT=${PORT:-18570}
-OUT=bench/out
-mkdir -p "$OUT"
-command -v wrk >/dev/null || { echo "procs.sh: wrk is required (apt-get install wrk)" >&2; exit 1; }
+. bench/lib.sh
 go build -o "$OUT/petstore" .
-KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-BASE="http://127.0.0.1:$PORT"
-pid=""
-stop() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		pid=""
-	fi
-}
-trap stop EXIT
-
-awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":2}"
-	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$OUT/procs-list.jsonl"
+journal100 2 "$OUT/procs-list.jsonl"
 
 # start POLICY DATA
 start() {
