@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// A version-1 or version-2 header spaced or ordered differently is read (a
-// version-1 one is rewritten to 2, in place, spacing kept); a CRLF file, a
+// A header of version 1 to 3 spaced or ordered differently is read (an
+// older one is rewritten to 3, in place, spacing kept); a CRLF file, a
 // newer version and a header with other members each get a message that
 // says what is wrong, never "version 1 is not supported".
 func TestJournalHeaderVariants(t *testing.T) {
@@ -20,16 +20,19 @@ func TestJournalHeaderVariants(t *testing.T) {
 		want          string // "" when the file must open
 		header        string // the header after a start, when it must open
 	}{
-		{"spaced", `{ "format": "petstore-categories", "version": 1 }` + "\n" + dog + "\n", "", `{ "format": "petstore-categories", "version": 2 }`},
-		{"reordered", `{"version":1,"format":"petstore-categories"}` + "\n" + dog + "\n", "", `{"version":2,"format":"petstore-categories"}`},
+		{"spaced", `{ "format": "petstore-categories", "version": 1 }` + "\n" + dog + "\n", "", `{ "format": "petstore-categories", "version": 3 }`},
+		{"reordered", `{"version":1,"format":"petstore-categories"}` + "\n" + dog + "\n", "", `{"version":3,"format":"petstore-categories"}`},
 		{"trailing blanks", journalHeader + " \t\n" + dog + "\n", "", journalHeader + " \t"},
-		{"version written 1.0", `{"format":"petstore-categories","version":1.0}` + "\n" + dog + "\n", "", `{"format":"petstore-categories","version":2  }`},
+		{"version written 1.0", `{"format":"petstore-categories","version":1.0}` + "\n" + dog + "\n", "", `{"format":"petstore-categories","version":3  }`},
 		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + dog + "\n", "", journalHeader},
-		{"version 2 spaced", `{"format":"petstore-categories", "version":2}` + "\n" + dog + "\n", "", `{"format":"petstore-categories", "version":2}`},
+		{"version 2 spaced", `{"format":"petstore-categories", "version":2}` + "\n" + dog + "\n", "", `{"format":"petstore-categories", "version":3}`},
+		{"version 3 spaced", `{"format":"petstore-categories", "version":3}` + "\n" + dog + "\n", "", `{"format":"petstore-categories", "version":3}`},
 		{"CRLF", journalHeader + "\r\n" + dog + "\r\n", "the header line ends with a carriage return: the file was converted to CRLF line endings", ""},
 		{"CRLF header only", journalHeader + "\r\n", "converted to CRLF", ""},
-		{"newer version", `{"format":"petstore-categories","version":3}` + "\n", "version 3 is not supported by this petstore, which reads versions 1 and 2", ""},
-		{"newer version spaced", `{"format": "petstore-categories", "version": 4.5}` + "\n", "version 4.5 is not supported by this petstore, which reads versions 1 and 2", ""},
+		{"newer version", `{"format":"petstore-categories","version":4}` + "\n", "version 4 is not supported by this petstore, which reads versions 1 to 3", ""},
+		{"newer version spaced", `{"format": "petstore-categories", "version": 4.5}` + "\n", "version 4.5 is not supported by this petstore, which reads versions 1 to 3", ""},
+		{"version between", `{"format":"petstore-categories","version":2.5}` + "\n", "version 2.5 is not supported by this petstore, which reads versions 1 to 3", ""},
+		{"version 0", `{"format":"petstore-categories","version":0}` + "\n", "version 0 is not supported by this petstore, which reads versions 1 to 3", ""},
 		{"extra member", `{"format":"petstore-categories","version":1,"x":true}` + "\n", "not written as petstore writes it", ""},
 		{"version as a string", `{"format":"petstore-categories","version":"1"}` + "\n", "not written as petstore writes it", ""},
 		{"no version", `{"format":"petstore-categories"}` + "\n", "not written as petstore writes it", ""},
@@ -77,7 +80,7 @@ func TestJournalHeaderVariants(t *testing.T) {
 			_, records, _ := strings.Cut(tc.content, "\n")
 			want := tc.header + "\n" + records + `{"id":2,"name":"cat"}` + "\n"
 			if data, _ := os.ReadFile(path); string(data) != want {
-				t.Errorf("journal: got %q, want the header at version 2 and the new record after the old ones: %q", data, want)
+				t.Errorf("journal: got %q, want the header at version 3 and the new record after the old ones: %q", data, want)
 			}
 		})
 	}

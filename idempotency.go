@@ -113,9 +113,16 @@ func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' 
 // idempotencyKey is a key as a store keeps it: scoped to the API key that
 // sent it, and with the fingerprint of the request it came with.
 type idempotencyKey struct {
-	scope   string   // fingerprint of the API key (8 hex digits)
-	key     string   // as the client sent it
-	request [16]byte // of the validated request: see requestFingerprint
+	scope   string        // fingerprint of the API key (8 hex digits)
+	key     string        // as the client sent it
+	request [16]byte      // of the validated request: see requestFingerprint
+	id      idempotencyID // names the key in the table and the journal
+}
+
+// newIdempotencyKey returns the key sent by the API key whose fingerprint
+// is scope, with a request of that fingerprint.
+func newIdempotencyKey(scope, key string, request [16]byte) *idempotencyKey {
+	return &idempotencyKey{scope: scope, key: key, request: request, id: keyID(scope, key)}
 }
 
 // requestFingerprint identifies a create by what it asks for once
@@ -158,9 +165,9 @@ type idempotencyTable struct {
 // 16 bytes of the SHA-256 of the scope and the key.
 type idempotencyID [16]byte
 
-func (k *idempotencyKey) id() idempotencyID {
+func keyID(scope, key string) idempotencyID {
 	var buf [8 + 1 + maxIdempotencyKey]byte
-	b := append(append(append(buf[:0], k.scope...), 0), k.key...)
+	b := append(append(append(buf[:0], scope...), 0), key...)
 	sum := sha256.Sum256(b)
 	return idempotencyID(sum[:16])
 }
@@ -206,7 +213,7 @@ func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	defer t.mu.Unlock()
 	now := t.now().UnixNano()
 	t.dropExpired(now)
-	s := k.id()
+	s := k.id
 	e, ok := t.entries[s]
 	if ok && !e.inFlight && e.expires <= now {
 		ok = false // expired: as if never seen
@@ -226,7 +233,7 @@ func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 
 // done records that the create that claimed k made category id at created.
 func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) {
-	t.doneID(k.id(), k.request, id, created)
+	t.doneID(k.id, k.request, id, created)
 }
 
 // doneID is done for a key known by its table id (as the journal keeps it).
@@ -262,7 +269,7 @@ func (t *idempotencyTable) dropExpired(now int64) {
 func (t *idempotencyTable) release(k *idempotencyKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := k.id()
+	s := k.id
 	if e, ok := t.entries[s]; ok && e.inFlight {
 		delete(t.entries, s)
 	}

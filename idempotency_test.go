@@ -1,12 +1,16 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +88,7 @@ func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	k := idempotencyKey{scope: "aaaa0000", key: "k1", request: requestFingerprint(NewCategory{Name: "dog"})}
+	k := *newIdempotencyKey("aaaa0000", "k1", requestFingerprint(NewCategory{Name: "dog"}))
 	other := k
 	other.request = requestFingerprint(NewCategory{Name: "cat"})
 	if got, _ := tab.claim(&k); got != claimNew {
@@ -104,9 +108,8 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, _ := tab.claim(&other); got != claimReused {
 		t.Fatalf("same key, other request: got %v, want reused", got)
 	}
-	otherScope := k
-	otherScope.scope = "bbbb1111"
-	if got, _ := tab.claim(&otherScope); got != claimNew {
+	otherScope := newIdempotencyKey("bbbb1111", k.key, k.request)
+	if got, _ := tab.claim(otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
 	clock.advance(time.Hour - time.Nanosecond)
@@ -122,9 +125,9 @@ func TestIdempotencyTable(t *testing.T) {
 	if n := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
-	old := &idempotencyKey{scope: "cccc2222", key: "old"}
-	tab.load(old.id(), old.request, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(&idempotencyKey{scope: "cccc2222", key: "old"}); got != claimNew {
+	old := newIdempotencyKey("cccc2222", "old", [16]byte{})
+	tab.load(old.id, old.request, 3, clock.now().Add(-2*time.Hour))
+	if got, _ := tab.claim(newIdempotencyKey("cccc2222", "old", [16]byte{})); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 }
@@ -316,37 +319,111 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 	}
 }
 
-// The journal format: a version-1 file starts and is rewritten to version
-// 2; a newer version is refused with a message that says so; a record's
-// key survives a restart.
-func TestJournalFormatVersion2(t *testing.T) {
+// The journal format: a version-1 or version-2 file starts and is rewritten
+// to version 3; the keys of version-2 records replay after the upgrade;
+// a keyed create's record is written in the short version-3 form and its
+// key replays after a restart; a newer version is refused with a message
+// that says so.
+func TestJournalFormatVersions(t *testing.T) {
 	t.Parallel()
+	scope := keyDigest(sha256.Sum256([]byte(testKey))).fingerprint()
+	old := newIdempotencyKey(scope, "old-key", requestFingerprint(NewCategory{Name: "bird"}))
+	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(old.id[:]) + `","request":"` +
+		hex.EncodeToString(old.request[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
+	for _, tc := range []struct{ name, content string }{
+		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"},
+		{"version 2", `{"format":"petstore-categories","version":2}` + "\n" + `{"id":1,"name":"dog"}` + "\n" + v2Record + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := newTestEnv(t, withStore(openTestStore(t, path)))
+			const body = `{"name":" cat ","description":"meow"}`
+			rec := keyedCreate(t, env, "k", body)
+			if rec.Code != http.StatusCreated {
+				t.Fatalf("create: %d %s", rec.Code, rec.Body)
+			}
+			catID := rec.Header().Get("Location")
+			env.store.Close()
+			data, _ := os.ReadFile(path)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			_, records, _ := strings.Cut(tc.content, "\n")
+			if lines[0] != journalHeader || !strings.HasPrefix(string(data), journalHeader+"\n"+records) {
+				t.Errorf("after a start: %q, want the header at version 3 over the same records", data)
+			}
+			last := lines[len(lines)-1]
+			if !regexp.MustCompile(`^\{"id":\d+,"name":"cat","description":"meow","idempotency":\["[A-Za-z0-9_-]{22}",\d{10}\]\}$`).MatchString(last) {
+				t.Errorf("a keyed create's record: %s, want the version-3 form", last)
+			}
+
+			// After a restart, both keys replay, whichever form holds them,
+			// and know their request: the version-3 one from the category
+			// on its line.
+			env = newTestEnv(t, withStore(openTestStore(t, path)))
+			if rec := keyedCreate(t, env, "k", body); rec.Code != http.StatusCreated ||
+				rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != catID {
+				t.Errorf("retry of the version-3 record's key: %d %v %s", rec.Code, rec.Header(), rec.Body)
+			}
+			for _, other := range []string{`{"name":"cat"}`, `{"name":"cat","description":"purr"}`} {
+				mustError(t, keyedCreate(t, env, "k", other), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+			}
+			if strings.Contains(tc.content, "idempotency") {
+				if rec := keyedCreate(t, env, "old-key", `{"name":"bird"}`); rec.Code != http.StatusCreated ||
+					rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != "/v1/categories/2" {
+					t.Errorf("retry of the version-2 record's key: %d %v %s", rec.Code, rec.Header(), rec.Body)
+				}
+			}
+			if got := env.mustList(t); len(got) != len(lines)-1 {
+				t.Errorf("list after the retries: %+v, want %d categories", got, len(lines)-1)
+			}
+		})
+	}
+
+	newer := filepath.Join(t.TempDir(), "newer.jsonl")
+	os.WriteFile(newer, []byte(`{"format":"petstore-categories","version":4}`+"\n"), 0o600)
+	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 4 is not supported by this petstore, which reads versions 1 to 3") {
+		t.Errorf("a version-4 file: got %v", err)
+	}
+}
+
+// A key member that is not as petstore writes it is damage, named by its
+// line, in either form.
+func TestJournalKeyMemberDamage(t *testing.T) {
+	t.Parallel()
+	good := strings.Repeat("A", 22)
+	for _, member := range []string{
+		`["` + good + `"]`,
+		`["` + good + `",1,2]`,
+		`["` + good + `","1"]`,
+		`["` + good[:21] + `",1]`,
+		`["` + good + `A",1]`,
+		`["` + good + `==",1]`,
+		`["` + good[:21] + `+",1]`,
+		`["` + good[:21] + `B",1]`, // not canonical: the last character's spare bits are set
+		`[1,"` + good + `"]`,
+		`["` + good + `",1.5]`,
+		`{"id":"00","request":"00","at":1}`,
+		`{"id":"` + strings.Repeat("0", 32) + `","request":"` + strings.Repeat("0", 32) + `"}`,
+		`"` + good + `"`,
+	} {
+		path := filepath.Join(t.TempDir(), "cats.jsonl")
+		content := journalHeader + "\n" + `{"id":1,"name":"dog","idempotency":` + member + `}` + "\n" + `{"id":2,"name":"cat"}` + "\n"
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openStore(path, storeOptions{}); err == nil || !strings.Contains(err.Error(), path+":2:") {
+			t.Errorf("member %s: got %v, want damage at line 2", member, err)
+		}
+	}
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
-	v1 := `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"
-	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+	content := journalHeader + "\n" + `{"id":1,"name":"dog","idempotency":[ "` + good + `" , 1795455021 ]}` + "\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := openTestStore(t, path)
-	env := newTestEnv(t, withStore(s))
-	if rec := keyedCreate(t, env, "k", `{"name":"cat"}`); rec.Code != http.StatusCreated {
-		t.Fatalf("create: %d", rec.Code)
-	}
-	s.Close()
-	data, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if lines[0] != journalHeader || lines[1] != `{"id":1,"name":"dog"}` {
-		t.Errorf("a version-1 file after a start: %q", data)
-	}
-	if !strings.HasPrefix(lines[2], `{"id":2,"name":"cat","idempotency":{"id":"`) || strings.Contains(lines[2], `"k"`) {
-		t.Errorf("a keyed create's record: %s", lines[2])
-	}
-	if got := listString(t, openTestStore(t, path)); got != `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]` {
-		t.Errorf("list after a restart: %s (the key must not show in the category)", got)
-	}
-	newer := filepath.Join(t.TempDir(), "newer.jsonl")
-	os.WriteFile(newer, []byte(`{"format":"petstore-categories","version":3}`+"\n"), 0o600)
-	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 3 is not supported by this petstore, which reads versions 1 and 2") {
-		t.Errorf("a version-3 file: got %v", err)
+	if _, err := openStore(path, storeOptions{}); err != nil {
+		t.Errorf("a spaced member: %v", err)
 	}
 }
 
@@ -363,10 +440,9 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		tab := newIdempotencyTable(time.Hour, nil)
 		now := time.Now()
 		for i := range n {
-			k := idempotencyKey{scope: "9f86d081", key: fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i)}
-			k.request[0] = byte(i)
-			tab.claim(&k)
-			tab.done(&k, int64(i+1), now)
+			k := newIdempotencyKey("9f86d081", fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i), [16]byte{byte(i)})
+			tab.claim(k)
+			tab.done(k, int64(i+1), now)
 		}
 		perKey = float64(liveHeap()-before) / n
 		runtime.KeepAlive(tab)

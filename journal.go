@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,14 +19,18 @@ import (
 
 // The journal is a JSON Lines file: a header line that names the format and
 // its version, then one line per category holding the Category JSON as the
-// API serves it and, in version 2, the Idempotency-Key its create was sent
-// with (member "idempotency"). It is only ever appended to, so copying it
-// while the service runs gives a consistent prefix.
+// API serves it and, from version 2, the Idempotency-Key its create was
+// sent with (member "idempotency": an object in version 2, a shorter array
+// from version 3). It is only ever appended to, so copying it while the
+// service runs gives a consistent prefix.
 //
-// This petstore reads versions 1 and 2 and writes 2. At start it rewrites a
-// version-1 header to 2 (one byte, in place), so that an older petstore,
-// which reads only version 1, refuses the file instead of misreading it.
-const journalHeader = `{"format":"petstore-categories","version":2}`
+// This petstore reads versions 1 to 3 and writes 3. At start it rewrites
+// an older header to 3 (one byte, in place), so that an older petstore
+// refuses the file instead of misreading it.
+const (
+	journalVersion = 3
+	journalHeader  = `{"format":"petstore-categories","version":3}`
+)
 
 // journal is an open, locked journal file. One goroutine at a time may
 // append to it.
@@ -186,27 +191,28 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
 			return nil, fmt.Errorf("writing the header of %s: %w", j.path, err)
 		}
-	} else if version.version == 1 {
+	} else if version.version < journalVersion {
 		if err := j.upgradeHeader(version); err != nil {
-			return nil, fmt.Errorf("rewriting the header of %s to version 2: %w", j.path, err)
+			return nil, fmt.Errorf("rewriting the header of %s to version %d: %w", j.path, journalVersion, err)
 		}
-		log.Info("journal: header rewritten from format version 1 to 2; a petstore older than Idempotency-Key support no longer reads this file", "path", j.path)
+		log.Info("journal: header rewritten to the format version this petstore writes; an older petstore no longer reads this file",
+			"path", j.path, "from", version.version, "to", journalVersion)
 	}
 	x.publish()
 	return x, nil
 }
 
-// upgradeHeader rewrites the version of a version-1 header to 2, in place
-// (padded with spaces, which JSON allows, when it was written longer, such
-// as 1.0), and fsyncs it. It runs before anything is appended, so a crash
-// leaves either header over the same records.
+// upgradeHeader rewrites the version of an older header to journalVersion,
+// in place (padded with spaces, which JSON allows, when it was written
+// longer, such as 1.0), and fsyncs it. It runs before anything is
+// appended, so a crash leaves either header over the same records.
 func (j *journal) upgradeHeader(h header) error {
 	f, err := os.OpenFile(j.path, os.O_WRONLY, 0) // not O_APPEND: WriteAt refuses that
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	text := append([]byte{'2'}, bytes.Repeat([]byte{' '}, h.length-1)...)
+	text := append([]byte{'0' + journalVersion}, bytes.Repeat([]byte{' '}, h.length-1)...)
 	if _, err := f.WriteAt(text, int64(h.at)); err != nil {
 		return err
 	}
@@ -265,12 +271,13 @@ type header struct {
 	at, length int
 }
 
-// checkJournalHeader accepts a version-1 or version-2 header however it is
-// spaced or ordered: a JSON object of exactly the members format and
-// version. Anything else gets a message that says what is wrong with it.
+// checkJournalHeader accepts a header of versions 1 to journalVersion
+// however it is spaced or ordered: a JSON object of exactly the members
+// format and version. Anything else gets a message that says what is wrong
+// with it.
 func checkJournalHeader(line []byte) (header, error) {
 	if string(line) == journalHeader {
-		return header{version: 2, at: len(line) - 2, length: 1}, nil
+		return header{version: journalVersion, at: len(line) - 2, length: 1}, nil
 	}
 	// Records after such a header end in \r too. Rather than accept a file
 	// a tool has rewritten, and append LF lines to it, petstore asks for it
@@ -306,8 +313,8 @@ func checkJournalHeader(line []byte) (header, error) {
 	}
 	if version != nil && jsonKind(version) == "number" {
 		n, err := strconv.ParseFloat(string(version), 64)
-		if err == nil && n != 1 && n != 2 {
-			return header{}, fmt.Errorf("journal format version %s is not supported by this petstore, which reads versions 1 and 2", version)
+		if err == nil && (n != float64(int(n)) || n < 1 || n > journalVersion) {
+			return header{}, fmt.Errorf("journal format version %s is not supported by this petstore, which reads versions 1 to %d", version, journalVersion)
 		}
 		if err == nil && others == 0 {
 			// The number's place in the line: version is a slice of it.
@@ -323,8 +330,8 @@ func checkJournalHeader(line []byte) (header, error) {
 // the file told them apart (a newer Go can fold differently), and refusing
 // it would make the data unreadable.
 //
-// A record's "idempotency" member (format version 2) is loaded into keys,
-// unless it has expired or keys is nil.
+// A record's "idempotency" member (format versions 2 and 3) is loaded into
+// keys, unless it has expired or keys is nil.
 func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool, err error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
 		return false, errors.New("not a valid JSON record")
@@ -336,6 +343,7 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 	var c Category
 	var sawID, sawName bool
 	var idem *keyRecord
+	var idemV3 []byte // parsed once the category is known: see parseKeyRecord
 	for _, m := range members {
 		switch {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
@@ -350,8 +358,10 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		case m.name == "description" && !c.HasDescription && jsonKind(m.value) == "string":
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
-		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "object":
-			if idem, err = parseKeyRecord(m.value); err != nil {
+		case m.name == "idempotency" && idem == nil && idemV3 == nil && jsonKind(m.value) == "array":
+			idemV3 = m.value
+		case m.name == "idempotency" && idem == nil && idemV3 == nil && jsonKind(m.value) == "object":
+			if idem, err = parseKeyRecordV2(m.value); err != nil {
 				return false, err
 			}
 		default:
@@ -360,6 +370,11 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 	}
 	if !sawID || !sawName {
 		return false, errors.New("record lacks an id or a name")
+	}
+	if idemV3 != nil {
+		if idem, err = parseKeyRecord(idemV3, c); err != nil {
+			return false, err
+		}
 	}
 	if idem != nil && keys != nil {
 		keys.load(idem.id, idem.request, c.ID, idem.at)
@@ -378,8 +393,35 @@ type keyRecord struct {
 	at      time.Time // when the create was made
 }
 
-// parseKeyRecord reads {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}.
-func parseKeyRecord(v []byte) (*keyRecord, error) {
+// parseKeyRecord reads the member as version 3 writes it (appendKeyMember):
+// ["<id, 16 bytes in unpadded base64url>",<Unix seconds>]. The request's
+// fingerprint is c's, the category on the same line.
+func parseKeyRecord(v []byte, c Category) (*keyRecord, error) {
+	bad := errors.New(`the "idempotency" member is not ["<key id>",<Unix seconds>] as petstore writes it`)
+	elems, err := arrayElements(v)
+	if err != nil || len(elems) != 2 || jsonKind(elems[0]) != "string" || jsonKind(elems[1]) != "number" {
+		return nil, bad
+	}
+	text, err := jsonString(elems[0])
+	var r keyRecord
+	if err != nil || base64.RawURLEncoding.EncodedLen(len(r.id)) != len(text) {
+		return nil, bad
+	}
+	if n, err := base64.RawURLEncoding.Strict().Decode(r.id[:], []byte(text)); err != nil || n != len(r.id) {
+		return nil, bad
+	}
+	secs, err := strconv.ParseInt(string(elems[1]), 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	r.at = time.Unix(secs, 0)
+	r.request = requestFingerprint(NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription})
+	return &r, nil
+}
+
+// parseKeyRecordV2 reads the member as version 2 wrote it:
+// {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}.
+func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as petstore writes it`)
 	members, err := objectMembers(v, make([]member, 0, 3))
 	if err != nil || len(members) != 3 {

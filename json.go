@@ -113,6 +113,27 @@ func objectMembers(data []byte, buf []member) ([]member, error) {
 	return buf, nil
 }
 
+var errNotArray = errors.New("not a JSON array")
+
+// arrayElements returns the elements of the JSON array in data, in order.
+// data must already be known to be one valid JSON value (json.Valid); if
+// that value is not an array it returns errNotArray.
+func arrayElements(data []byte) ([][]byte, error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, errNotArray
+	}
+	var elems [][]byte
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != ']'; {
+		end := scanValue(data, i)
+		elems = append(elems, data[i:end])
+		if i = skipSpace(data, end); i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return elems, nil
+}
+
 func skipSpace(data []byte, i int) int {
 	for i < len(data) {
 		switch data[i] {

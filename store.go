@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,9 +120,6 @@ type createRequest struct {
 	err  error
 	done chan struct{} // closed when the group writer is done with it
 
-	// idemRecord is the key's part of the journal line (appendKeyMember).
-	idemRecord []byte
-
 	// replayOf is the category an earlier create with the same
 	// Idempotency-Key made, found while committing (the etcd store).
 	replayOf int64
@@ -178,27 +175,27 @@ func applyBatch(x *index, batch []*createRequest) {
 // sent with, if any, so that a torn line loses both or neither.
 func appendRecord(dst []byte, req *createRequest) []byte {
 	dst = req.cat.appendJSON(dst)
-	if req.idemRecord != nil {
-		dst = append(dst[:len(dst)-1], req.idemRecord...) // inside the object
+	if k := req.nc.idem; k != nil {
+		dst = appendKeyMember(dst[:len(dst)-1], k.id, req.at) // inside the object
 	}
 	return append(dst, '\n')
 }
 
 // appendKeyMember appends the "idempotency" member of a keyed create's
-// journal line, with the object's closing brace:
-// `,"idempotency":{"id":<hex>,"request":<hex>,"at":<Unix ms>}}`. The key
-// is kept as the table knows it, a digest of its scope and text: short
-// whatever the key's length (a journal write per batch of creates is what
-// durable creates wait for), and no client's key text on disk.
-func appendKeyMember(dst []byte, k *idempotencyKey, at time.Time) []byte {
-	id := k.id()
-	dst = append(dst, `,"idempotency":{"id":"`...)
-	dst = hex.AppendEncode(dst, id[:])
-	dst = append(dst, `","request":"`...)
-	dst = hex.AppendEncode(dst, k.request[:])
-	dst = append(dst, `","at":`...)
-	dst = strconv.AppendInt(dst, at.UnixMilli(), 10)
-	return append(dst, `}}`...)
+// journal line, with the object's closing brace (format version 3):
+// `,"idempotency":["<id>",<Unix seconds>]}`, where <id> is the key's table
+// id, 16 bytes in unpadded base64url: a digest of its scope and text,
+// short whatever the key's length, and no client's key text on disk. The
+// request's fingerprint is not written: replay computes it from the
+// category on the same line, which is the validated request. Every byte
+// counts: the journal write and fsync of a batch is what durable creates
+// wait for.
+func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {
+	dst = append(dst, `,"idempotency":["`...)
+	dst = base64.RawURLEncoding.AppendEncode(dst, id[:])
+	dst = append(dst, `",`...)
+	dst = strconv.AppendInt(dst, at.Unix(), 10)
+	return append(dst, `]}`...)
 }
 
 // createKeyed runs a create of the memory or the journal store under its
@@ -221,12 +218,11 @@ func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() ti
 		}
 	}
 	req := newCreateRequest(nc)
-	if k := nc.idem; k != nil {
-		// The key's part of the journal line is made here, on the
-		// request's goroutine, not by the one writer every create waits
-		// for; its time is the create's.
-		req.at = now()
-		req.idemRecord = appendKeyMember(make([]byte, 0, 160), k, req.at)
+	if nc.idem != nil {
+		// The key's time is the create's, to the second as the journal
+		// keeps it, so that it expires at the same time before and after
+		// a restart.
+		req.at = now().Truncate(time.Second)
 	}
 	commit(req)
 	if k := nc.idem; k != nil {

@@ -175,7 +175,7 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 		{"not a journal", "hello\nworld\n", ":1:"},
 		{"one line that is not a journal", "hello world\n", ":1:"},
 		{"one line without newline that is not a journal", "hello world", ":1:"},
-		{"newer format", `{"format":"petstore-categories","version":3}` + "\n", "version 3"},
+		{"newer format", `{"format":"petstore-categories","version":4}` + "\n", "version 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
