@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -144,21 +145,39 @@ func requestFingerprint(nc NewCategory) [16]byte {
 // and those whose create answered 201 and have not expired. It is safe for
 // concurrent use.
 //
-// Its map holds no pointer: a key is known by a digest of its scope and
+// Its maps hold no pointer: a key is known by a digest of its scope and
 // text, and its entry is a plain value, so that millions of keys (a day of
 // busy creates) cost the garbage collector nothing to scan.
+//
+// It is split in shards by key id, each with its own lock: the creates of
+// a batch are answered together, and each settles its key as it returns,
+// so one lock would have them queue for it.
 type idempotencyTable struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl    time.Duration
+	now    func() time.Time
+	shards [keyShards]keyShard
+	sweep  atomic.Uint32 // which shard the next claim also rids of expired keys
+}
 
+// keyShards is how many shards a table has.
+const keyShards = 32
+
+// keyShard is the keys of one shard, under its lock.
+type keyShard struct {
 	mu      sync.Mutex
 	entries map[idempotencyID]idempotencyEntry
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
-	// on every claim, so memory follows the keys made within the TTL.
+	// by every claim of the shard, and by every keyShards-th claim of any
+	// (see claim), so memory follows the keys made within the TTL.
 	expiring []expiringKey
-	next     int // expiring[:next] are dropped already
+	next     int      // expiring[:next] are dropped already
+	_        [64]byte // a shard's lock is not on its neighbour's cache line
+}
+
+func (t *idempotencyTable) shard(id idempotencyID) *keyShard {
+	return &t.shards[id[0]%keyShards]
 }
 
 // idempotencyID names a key within the API key that sent it: the first
@@ -193,7 +212,11 @@ func newIdempotencyTable(ttl time.Duration, now func() time.Time) *idempotencyTa
 	if ttl <= 0 {
 		ttl = defaultIdempotencyTTL
 	}
-	return &idempotencyTable{ttl: ttl, now: now, entries: make(map[idempotencyID]idempotencyEntry)}
+	t := &idempotencyTable{ttl: ttl, now: now}
+	for i := range t.shards {
+		t.shards[i].entries = make(map[idempotencyID]idempotencyEntry)
+	}
+	return t
 }
 
 // claimOutcome is what claim found.
@@ -209,18 +232,25 @@ const (
 // claim looks up k: a new key is marked in flight, to be settled by done or
 // release.
 func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	now := t.now().UnixNano()
-	t.dropExpired(now)
-	s := k.id
-	e, ok := t.entries[s]
+	sh := t.shard(k.id)
+	// Each claim also sweeps another shard, in turn, so that keys expire
+	// from every shard however the claims fall.
+	if other := &t.shards[t.sweep.Add(1)%keyShards]; other != sh {
+		other.mu.Lock()
+		other.dropExpired(now)
+		other.mu.Unlock()
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.dropExpired(now)
+	e, ok := sh.entries[k.id]
 	if ok && !e.inFlight && e.expires <= now {
 		ok = false // expired: as if never seen
 	}
 	switch {
 	case !ok:
-		t.entries[s] = idempotencyEntry{request: k.request, inFlight: true}
+		sh.entries[k.id] = idempotencyEntry{request: k.request, inFlight: true}
 		return claimNew, 0
 	case e.inFlight:
 		return claimInFlight, 0
@@ -238,40 +268,41 @@ func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) 
 
 // doneID is done for a key known by its table id (as the journal keeps it).
 func (t *idempotencyTable) doneID(s idempotencyID, request [16]byte, id int64, created time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	expires := created.Add(t.ttl).UnixNano()
-	t.entries[s] = idempotencyEntry{request: request, id: id, expires: expires}
-	t.expiring = append(t.expiring, expiringKey{s, expires})
+	sh := t.shard(s)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.entries[s] = idempotencyEntry{request: request, id: id, expires: expires}
+	sh.expiring = append(sh.expiring, expiringKey{s, expires})
 }
 
 // dropExpired forgets the keys expired at now, from the front of
 // expiring. Callers hold mu.
-func (t *idempotencyTable) dropExpired(now int64) {
-	for t.next < len(t.expiring) && t.expiring[t.next].expires <= now {
-		x := t.expiring[t.next]
+func (sh *keyShard) dropExpired(now int64) {
+	for sh.next < len(sh.expiring) && sh.expiring[sh.next].expires <= now {
+		x := sh.expiring[sh.next]
 		// The key may have been done again since (it expired and was
 		// claimed anew): only this expiry's entry goes.
-		if e, ok := t.entries[x.id]; ok && !e.inFlight && e.expires == x.expires {
-			delete(t.entries, x.id)
+		if e, ok := sh.entries[x.id]; ok && !e.inFlight && e.expires == x.expires {
+			delete(sh.entries, x.id)
 		}
-		t.expiring[t.next] = expiringKey{}
-		t.next++
+		sh.expiring[sh.next] = expiringKey{}
+		sh.next++
 	}
-	if t.next > 1024 && t.next > len(t.expiring)/2 {
-		t.expiring = append(t.expiring[:0], t.expiring[t.next:]...)
-		t.next = 0
+	if sh.next > 1024 && sh.next > len(sh.expiring)/2 {
+		sh.expiring = append(sh.expiring[:0], sh.expiring[sh.next:]...)
+		sh.next = 0
 	}
 }
 
 // release forgets a claim whose create did not answer 201: a retry is
 // processed afresh.
 func (t *idempotencyTable) release(k *idempotencyKey) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := k.id
-	if e, ok := t.entries[s]; ok && e.inFlight {
-		delete(t.entries, s)
+	sh := t.shard(k.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e, ok := sh.entries[k.id]; ok && e.inFlight {
+		delete(sh.entries, k.id)
 	}
 }
 
@@ -282,9 +313,15 @@ func (t *idempotencyTable) load(s idempotencyID, request [16]byte, id int64, cre
 	}
 }
 
-// size returns how many keys the table holds, in flight or done.
-func (t *idempotencyTable) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.entries)
+// size returns how many keys the table holds, in flight or done, and how
+// many expiry times it still keeps.
+func (t *idempotencyTable) size() (keys, expiring int) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		keys += len(sh.entries)
+		expiring += len(sh.expiring) - sh.next
+		sh.mu.Unlock()
+	}
+	return keys, expiring
 }

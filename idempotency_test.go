@@ -122,7 +122,7 @@ func TestIdempotencyTable(t *testing.T) {
 	}
 	// The claim dropped the expired entry; what is left: otherScope's
 	// claim and k's new one, both in flight.
-	if n := tab.size(); n != 2 {
+	if n, _ := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
 	old := newIdempotencyKey("cccc2222", "old", [16]byte{})
@@ -286,13 +286,14 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	clock.advance(time.Hour)
 	s2.Close()
 	s3 := openTestStore(t, path, withClock)
-	if n := s3.keys.size(); n != 0 {
+	if n, _ := s3.keys.size(); n != 0 {
 		t.Errorf("keys loaded from a journal whose keys have all expired: %d, want 0", n)
 	}
 }
 
 // Expired keys leave memory as new creates come, without any sweep called
-// by hand: memory follows the keys made within the TTL.
+// by hand: memory follows the keys made within the TTL. Each claim sweeps
+// its own shard and one other in turn, so keyShards creates reach them all.
 func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
@@ -304,18 +305,20 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		}
 		clock.advance(time.Second)
 	}
-	if n := s.keys.size(); n != 3000 {
-		t.Fatalf("keys within the TTL: %d, want 3000", n)
+	if n, queued := s.keys.size(); n != 3000 || queued != 3000 {
+		t.Fatalf("keys within the TTL: %d (expiry queue %d), want 3000", n, queued)
 	}
 	clock.advance(time.Hour)
-	if rec := keyedCreate(t, env, "last", `{"name":"last"}`); rec.Code != http.StatusCreated {
-		t.Fatalf("last create: %d", rec.Code)
+	for i := range keyShards {
+		if rec := keyedCreate(t, env, fmt.Sprintf("late%d", i), fmt.Sprintf(`{"name":"late%d"}`, i)); rec.Code != http.StatusCreated {
+			t.Fatalf("late create %d: %d", i, rec.Code)
+		}
+		if n, _ := s.keys.size(); i == 0 && n > 3000-3000/keyShards/2 {
+			t.Errorf("keys after the TTL and one create: %d, want the expired ones of two shards gone", n)
+		}
 	}
-	if n := s.keys.size(); n != 1 {
-		t.Errorf("keys after the TTL: %d, want 1 (the last)", n)
-	}
-	if len(s.keys.expiring)-s.keys.next != 1 {
-		t.Errorf("expiry queue: %d entries left, want 1", len(s.keys.expiring)-s.keys.next)
+	if n, queued := s.keys.size(); n != keyShards || queued != keyShards {
+		t.Errorf("keys after the TTL: %d (expiry queue %d), want %d (the late ones)", n, queued, keyShards)
 	}
 }
 
