@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -156,7 +155,6 @@ type idempotencyTable struct {
 	ttl    time.Duration
 	now    func() time.Time
 	shards [keyShards]keyShard
-	sweep  atomic.Uint32 // which shard the next claim also rids of expired keys
 }
 
 // keyShards is how many shards a table has.
@@ -169,8 +167,8 @@ type keyShard struct {
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
-	// by every claim of the shard, and by every keyShards-th claim of any
-	// (see claim), so memory follows the keys made within the TTL.
+	// by every claim of the shard: key ids are digests, so claims fall on
+	// every shard alike, and memory follows the keys made within the TTL.
 	expiring []expiringKey
 	next     int      // expiring[:next] are dropped already
 	_        [64]byte // a shard's lock is not on its neighbour's cache line
@@ -234,13 +232,6 @@ const (
 func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	now := t.now().UnixNano()
 	sh := t.shard(k.id)
-	// Each claim also sweeps another shard, in turn, so that keys expire
-	// from every shard however the claims fall.
-	if other := &t.shards[t.sweep.Add(1)%keyShards]; other != sh {
-		other.mu.Lock()
-		other.dropExpired(now)
-		other.mu.Unlock()
-	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.dropExpired(now)
