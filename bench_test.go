@@ -42,8 +42,8 @@ func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 		if mode == "durable" {
 			path = filepath.Join(b.TempDir(), "bench.jsonl")
 		}
-		// How many creates share a write tells why durable creates/s move:
-		// fewer per write means more fsyncs per create.
+		// How many creates share a batch (one write and fsync) tells why
+		// durable creates/s move: fewer per batch means more fsyncs per create.
 		var batches, batched atomic.Int64
 		store, err := openStore(path, storeOptions{onBatch: func(n int) { batches.Add(1); batched.Add(int64(n)) }})
 		if err != nil {
@@ -66,7 +66,7 @@ func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 		if n := batches.Load(); mode == "durable" && n > 0 {
-			b.ReportMetric(float64(batched.Load())/float64(n), "creates/write")
+			b.ReportMetric(float64(batched.Load())/float64(n), "creates/batch")
 		}
 	})
 }

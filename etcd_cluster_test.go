@@ -702,10 +702,10 @@ func runCommand(t *testing.T, env map[string]string, args ...string) (string, st
 
 // -import copies a journal into an empty prefix, keeping ids, and refuses
 // a prefix that holds categories; -export writes any store back in the
-// journal format.
+// journal format (version 1: an export holds no keys).
 func TestEtcdImportExport(t *testing.T) {
 	cluster := startEtcdCluster(t)
-	journalText := journalHeader + "\n" +
+	journalText := exportHeader + "\n" +
 		`{"id":1,"name":"dog","description":"Loyal"}` + "\n" +
 		`{"id":2,"name":"Cat"}` + "\n" +
 		`{"id":5,"name":"gap before me"}` + "\n"

@@ -403,8 +403,8 @@ func oneProcPerFuzzWorker(f *testing.F) {
 	if fl := flag.Lookup("test.fuzzworker"); fl == nil || fl.Value.String() != "true" {
 		return
 	}
-	prev := runtime.GOMAXPROCS(1)
-	f.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	runtime.GOMAXPROCS(1)
+	f.Cleanup(runtime.SetDefaultGOMAXPROCS)
 }
 
 // checkCreateBody is one input of FuzzCreateCategory.

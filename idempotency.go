@@ -111,7 +111,8 @@ func isSFToken(v string) bool {
 func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // idempotencyKey is a key as a store keeps it: scoped to the API key that
-// sent it, and with the fingerprint of the request it came with.
+// sent it, and with the fingerprint of the request it came with. Make one
+// with newIdempotencyKey, which names it: a literal would leave id zero.
 type idempotencyKey struct {
 	scope   string        // fingerprint of the API key (8 hex digits)
 	key     string        // as the client sent it
@@ -297,9 +298,14 @@ func (t *idempotencyTable) release(k *idempotencyKey) {
 	}
 }
 
+// live reports whether a key made at created has not expired yet.
+func (t *idempotencyTable) live(created time.Time) bool {
+	return created.Add(t.ttl).After(t.now())
+}
+
 // load adds a key found in the journal, unless it has expired.
 func (t *idempotencyTable) load(s idempotencyID, request [16]byte, id int64, created time.Time) {
-	if expires := created.Add(t.ttl); expires.After(t.now()) {
+	if t.live(created) {
 		t.doneID(s, request, id, created)
 	}
 }

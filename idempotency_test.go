@@ -291,6 +291,72 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	}
 }
 
+// A shard's expiry queue gives back its room once most of it has expired.
+func TestIdempotencyShardCompacts(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	tab := newIdempotencyTable(time.Hour, clock.now)
+	var id idempotencyID // all in the shard of id[0] == 0
+	for i := range 3000 {
+		id[1], id[2] = byte(i), byte(i>>8)
+		tab.load(id, [16]byte{}, int64(i+1), clock.now())
+		if i == 1999 {
+			clock.advance(time.Minute) // the last 1000 expire a minute later
+		}
+	}
+	sh := tab.shard(id)
+	clock.advance(time.Hour - 30*time.Second) // between the two expiries
+	id[1], id[2] = 0xff, 0xff
+	if got, _ := tab.claim(&idempotencyKey{id: id}); got != claimNew {
+		t.Fatalf("claim: got %v, want new", got)
+	}
+	if n, queued := tab.size(); n != 1001 || queued != 1000 {
+		t.Errorf("after 2000 of 3000 expired: %d keys (%d queued), want 1001 (1000)", n, queued)
+	}
+	if len(sh.expiring) != 1000 || sh.next != 0 {
+		t.Errorf("expiry queue: %d long, %d dropped at its front; want 1000 and 0 (compacted)", len(sh.expiring), sh.next)
+	}
+}
+
+// A key lives at least the TTL from its create, also when the create is
+// made within a second and the journal keeps whole seconds: before and
+// after a restart, a retry just before the TTL is over replays, and one
+// after the TTL and the rest of that second is a new create.
+func TestIdempotencyKeyLivesTheTTL(t *testing.T) {
+	t.Parallel()
+	for _, ttl := range []time.Duration{time.Hour, 500 * time.Millisecond} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			t.Parallel()
+			clock := newTestClock()
+			clock.advance(700 * time.Millisecond)
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			withClock := func(o *storeOptions) { o.now, o.idempotencyTTL = clock.now, ttl }
+			env := newTestEnv(t, withStore(openTestStore(t, path, withClock)))
+			if rec := keyedCreate(t, env, "k", `{"name":"dog"}`); rec.Code != http.StatusCreated {
+				t.Fatalf("create: got %d %s", rec.Code, rec.Body)
+			}
+			retry := func(env *testEnv, when string, wantReplay bool) {
+				t.Helper()
+				rec := keyedCreate(t, env, "k", `{"name":"dog"}`)
+				if replayed := rec.Header().Get("Idempotent-Replayed") == "true"; replayed != wantReplay || wantReplay && rec.Code != http.StatusCreated {
+					t.Errorf("retry %s: got %d, replayed %v; want replayed %v", when, rec.Code, replayed, wantReplay)
+				}
+			}
+			clock.advance(ttl - time.Nanosecond)
+			retry(env, "just before the TTL", true)
+			env.store.Close()
+			env = newTestEnv(t, withStore(openTestStore(t, path, withClock)))
+			retry(env, "just before the TTL, after a restart", true)
+			clock.advance(300*time.Millisecond + time.Nanosecond) // the TTL after the next whole second
+			env.store.Close()
+			env = newTestEnv(t, withStore(openTestStore(t, path, withClock)))
+			// The key expired: the retry makes a create, refused as a
+			// conflict since the category stays.
+			mustError(t, keyedCreate(t, env, "k", `{"name":"dog"}`), http.StatusConflict, codeConflict)
+		})
+	}
+}
+
 // Expired keys leave memory as new creates come, without any sweep called
 // by hand: memory follows the keys made within the TTL. A claim sweeps its
 // own shard, so creates whose keys fall on every shard reach them all.
@@ -311,7 +377,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 	clock.advance(time.Hour)
 	scope := keyDigest(sha256.Sum256([]byte(testKey))).fingerprint()
 	late := 0
-	for hit := map[int]bool{}; len(hit) < keyShards; late++ {
+	for hit := map[*keyShard]bool{}; len(hit) < keyShards; late++ {
 		if late == 1 {
 			if n, _ := s.keys.size(); n > 3000-3000/keyShards/2 {
 				t.Errorf("keys after the TTL and one create: %d, want the expired ones of its shard gone", n)
@@ -321,7 +387,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		if rec := keyedCreate(t, env, key, fmt.Sprintf(`{"name":"late%d"}`, late)); rec.Code != http.StatusCreated {
 			t.Fatalf("late create %d: %d", late, rec.Code)
 		}
-		hit[int(keyID(scope, key)[0]%keyShards)] = true
+		hit[s.keys.shard(keyID(scope, key))] = true
 		if late > 10000 {
 			t.Fatalf("keys of %d creates fell on %d shards only", late, len(hit))
 		}
@@ -355,19 +421,22 @@ func TestJournalFormatVersions(t *testing.T) {
 			const body = `{"name":" cat ","description":"meow"}`
 			rec := keyedCreate(t, env, "k", body)
 			if rec.Code != http.StatusCreated {
-				t.Fatalf("create: %d %s", rec.Code, rec.Body)
+				t.Fatalf("create: got %d %s, want 201", rec.Code, rec.Body)
 			}
 			catID := rec.Header().Get("Location")
 			env.store.Close()
-			data, _ := os.ReadFile(path)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 			_, records, _ := strings.Cut(tc.content, "\n")
 			if lines[0] != journalHeader || !strings.HasPrefix(string(data), journalHeader+"\n"+records) {
-				t.Errorf("after a start: %q, want the header at version 3 over the same records", data)
+				t.Errorf("after a start: got %q, want the header at version 3 over the same records", data)
 			}
 			last := lines[len(lines)-1]
 			if !regexp.MustCompile(`^\{"id":\d+,"name":"cat","description":"meow","idempotency":\["[A-Za-z0-9_-]{22}",\d{10}\]\}$`).MatchString(last) {
-				t.Errorf("a keyed create's record: %s, want the version-3 form", last)
+				t.Errorf("a keyed create's record: got %s, want the version-3 form", last)
 			}
 
 			// After a restart, both keys replay, whichever form holds them,
@@ -376,7 +445,7 @@ func TestJournalFormatVersions(t *testing.T) {
 			env = newTestEnv(t, withStore(openTestStore(t, path)))
 			if rec := keyedCreate(t, env, "k", body); rec.Code != http.StatusCreated ||
 				rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != catID {
-				t.Errorf("retry of the version-3 record's key: %d %v %s", rec.Code, rec.Header(), rec.Body)
+				t.Errorf("retry of the version-3 record's key: got %d %v %s, want a replay of %s", rec.Code, rec.Header(), rec.Body, catID)
 			}
 			for _, other := range []string{`{"name":"cat"}`, `{"name":"cat","description":"purr"}`} {
 				mustError(t, keyedCreate(t, env, "k", other), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
@@ -384,17 +453,19 @@ func TestJournalFormatVersions(t *testing.T) {
 			if strings.Contains(tc.content, "idempotency") {
 				if rec := keyedCreate(t, env, "old-key", `{"name":"bird"}`); rec.Code != http.StatusCreated ||
 					rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != "/v1/categories/2" {
-					t.Errorf("retry of the version-2 record's key: %d %v %s", rec.Code, rec.Header(), rec.Body)
+					t.Errorf("retry of the version-2 record's key: got %d %v %s, want a replay of /v1/categories/2", rec.Code, rec.Header(), rec.Body)
 				}
 			}
 			if got := env.mustList(t); len(got) != len(lines)-1 {
-				t.Errorf("list after the retries: %+v, want %d categories", got, len(lines)-1)
+				t.Errorf("list after the retries: got %+v, want %d categories", got, len(lines)-1)
 			}
 		})
 	}
 
 	newer := filepath.Join(t.TempDir(), "newer.jsonl")
-	os.WriteFile(newer, []byte(`{"format":"petstore-categories","version":4}`+"\n"), 0o600)
+	if err := os.WriteFile(newer, []byte(journalHeaderOf(4)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 4 is not supported by this petstore, which reads versions 1 to 3") {
 		t.Errorf("a version-4 file: got %v", err)
 	}
@@ -417,6 +488,7 @@ func TestJournalKeyMemberDamage(t *testing.T) {
 		`[1,"` + good + `"]`,
 		`["` + good + `",1.5]`,
 		`{"id":"00","request":"00","at":1}`,
+		`{"id":"` + strings.Repeat("0", 34) + `","request":"` + strings.Repeat("0", 32) + `","at":1}`,
 		`{"id":"` + strings.Repeat("0", 32) + `","request":"` + strings.Repeat("0", 32) + `"}`,
 		`"` + good + `"`,
 	} {

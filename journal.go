@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -29,8 +31,19 @@ import (
 // refuses the file instead of misreading it.
 const (
 	journalVersion = 3
-	journalHeader  = `{"format":"petstore-categories","version":3}`
+	journalHeader  = `{"format":"petstore-categories","version":3}` // journalHeaderOf(journalVersion)
 )
+
+// journalHeaderOf is the header line of format version v, as petstore
+// writes it, without its newline.
+func journalHeaderOf(v int) string {
+	return `{"format":"petstore-categories","version":` + strconv.Itoa(v) + `}`
+}
+
+// exportHeader starts what -export writes: categories only, no keys, so
+// version 1, which every petstore reads (this one upgrades it when it
+// opens the file).
+var exportHeader = journalHeaderOf(1)
 
 // journal is an open, locked journal file. One goroutine at a time may
 // append to it.
@@ -155,6 +168,8 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 			// Even a record that parses is dropped without its newline: its
 			// write never finished, so it was never acknowledged.
 			err = errors.New("torn")
+		case lineNo == 1 && !complete:
+			err = errors.New("the header line does not end with a newline, and is not a header petstore wrote cut short")
 		case lineNo == 1:
 			version, err = checkJournalHeader(line)
 		default:
@@ -212,7 +227,8 @@ func (j *journal) upgradeHeader(h header) error {
 		return err
 	}
 	defer f.Close()
-	text := append([]byte{'0' + journalVersion}, bytes.Repeat([]byte{' '}, h.length-1)...)
+	text := strconv.AppendInt(nil, journalVersion, 10)
+	text = append(text, bytes.Repeat([]byte{' '}, h.length-len(text))...)
 	if _, err := f.WriteAt(text, int64(h.at)); err != nil {
 		return err
 	}
@@ -222,10 +238,19 @@ func (j *journal) upgradeHeader(h header) error {
 // isTorn reports whether a line that failed to parse is what a crash leaves
 // when it cuts a write short: the last line, without its newline or with a
 // block of zeros where data was due. A first line must also be a prefix of
-// the header, so a file that is not a journal is never cut.
+// a header some petstore wrote (of any version this one reads), so a file
+// that is not a journal is never cut.
 func isTorn(line []byte, complete bool, lineNo int, last bool) bool {
 	if lineNo == 1 {
-		return !complete && bytes.HasPrefix([]byte(journalHeader), line)
+		if complete {
+			return false
+		}
+		for v := 1; v <= journalVersion; v++ {
+			if strings.HasPrefix(journalHeaderOf(v), string(line)) {
+				return true
+			}
+		}
+		return false
 	}
 	return last && (!complete || bytes.IndexByte(line, 0) >= 0)
 }
@@ -313,7 +338,7 @@ func checkJournalHeader(line []byte) (header, error) {
 	}
 	if version != nil && jsonKind(version) == "number" {
 		n, err := strconv.ParseFloat(string(version), 64)
-		if err == nil && (n != float64(int(n)) || n < 1 || n > journalVersion) {
+		if err == nil && (math.Trunc(n) != n || n < 1 || n > journalVersion) {
 			return header{}, fmt.Errorf("journal format version %s is not supported by this petstore, which reads versions 1 to %d", version, journalVersion)
 		}
 		if err == nil && others == 0 {
@@ -372,11 +397,16 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		return false, errors.New("record lacks an id or a name")
 	}
 	if idemV3 != nil {
-		if idem, err = parseKeyRecord(idemV3, c); err != nil {
+		if idem, err = parseKeyRecord(idemV3); err != nil {
 			return false, err
 		}
 	}
-	if idem != nil && keys != nil {
+	if idem != nil && keys != nil && keys.live(idem.at) {
+		if idemV3 != nil {
+			// Version 3 keeps no fingerprint of the request: it is the
+			// category on this line, as validated.
+			idem.request = requestFingerprint(NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription})
+		}
 		keys.load(idem.id, idem.request, c.ID, idem.at)
 	}
 	if c.ID <= x.lastID() {
@@ -395,8 +425,8 @@ type keyRecord struct {
 
 // parseKeyRecord reads the member as version 3 writes it (appendKeyMember):
 // ["<id, 16 bytes in unpadded base64url>",<Unix seconds>]. The request's
-// fingerprint is c's, the category on the same line.
-func parseKeyRecord(v []byte, c Category) (*keyRecord, error) {
+// fingerprint is left for the caller: it is the category on the same line.
+func parseKeyRecord(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not ["<key id>",<Unix seconds>] as petstore writes it`)
 	elems, err := arrayElements(v)
 	if err != nil || len(elems) != 2 || jsonKind(elems[0]) != "string" || jsonKind(elems[1]) != "number" {
@@ -415,14 +445,13 @@ func parseKeyRecord(v []byte, c Category) (*keyRecord, error) {
 		return nil, bad
 	}
 	r.at = time.Unix(secs, 0)
-	r.request = requestFingerprint(NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription})
 	return &r, nil
 }
 
 // parseKeyRecordV2 reads the member as version 2 wrote it:
 // {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}.
 func parseKeyRecordV2(v []byte) (*keyRecord, error) {
-	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as petstore writes it`)
+	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as format version 2 wrote it`)
 	members, err := objectMembers(v, make([]member, 0, 3))
 	if err != nil || len(members) != 3 {
 		return nil, bad
@@ -431,8 +460,11 @@ func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	var seen [3]bool
 	hex16 := func(dst []byte, v []byte) bool {
 		text, err := jsonString(v)
+		if err != nil || len(text) != 2*len(dst) {
+			return false // hex.Decode would write past dst
+		}
 		n, herr := hex.Decode(dst, []byte(text))
-		return err == nil && herr == nil && n == len(dst) && len(text) == 2*n
+		return herr == nil && n == len(dst)
 	}
 	for _, m := range members {
 		switch {

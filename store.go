@@ -219,10 +219,10 @@ func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() ti
 	}
 	req := newCreateRequest(nc)
 	if nc.idem != nil {
-		// The key's time is the create's, to the second as the journal
-		// keeps it, so that it expires at the same time before and after
-		// a restart.
-		req.at = now().Truncate(time.Second)
+		// The key's time is the create's, rounded up to the second as the
+		// journal keeps it: it expires at the same time before and after a
+		// restart, and never sooner than the TTL after the create.
+		req.at = now().Add(time.Second - 1).Truncate(time.Second)
 	}
 	commit(req)
 	if k := nc.idem; k != nil {

@@ -870,7 +870,7 @@ func exportCategories(cfg config, log *slog.Logger, w io.Writer) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString(journalHeader + "\n")
+	bw.WriteString(exportHeader + "\n")
 	for _, it := range snap.items {
 		body, _ := snap.get(it.id)
 		bw.Write(body)
