@@ -401,6 +401,9 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 			return false, err
 		}
 	}
+	if c.ID <= x.lastID() {
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
+	}
 	if idem != nil && keys != nil && keys.live(idem.at) {
 		if idemV3 != nil {
 			// Version 3 keeps no fingerprint of the request: it is the
@@ -408,9 +411,6 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 			idem.request = requestFingerprint(NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription})
 		}
 		keys.load(idem.id, idem.request, c.ID, idem.at)
-	}
-	if c.ID <= x.lastID() {
-		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
 	}
 	_, unique := x.add(foldName(c.Name), c)
 	return !unique, nil
