@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -156,10 +157,13 @@ type idempotencyTable struct {
 	ttl    time.Duration
 	now    func() time.Time
 	shards [keyShards]keyShard
+	claims atomic.Uint64 // counts claims, to sweep every shard in turn
 }
 
-// keyShards is how many shards a table has.
-const keyShards = 32
+const (
+	keyShards  = 32 // how many shards a table has
+	sweepEvery = 16 // every sweepEvery-th claim also sweeps another shard
+)
 
 // keyShard is the keys of one shard, under its lock.
 type keyShard struct {
@@ -168,8 +172,10 @@ type keyShard struct {
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
-	// by every claim of the shard: key ids are digests, so claims fall on
-	// every shard alike, and memory follows the keys made within the TTL.
+	// by every claim of the shard, and by every sweepEvery-th claim of
+	// any, in turn: key ids are digests, so claims fall on every shard
+	// alike, but a client can try keys until they all fall on one; either
+	// way memory follows the keys made within the TTL.
 	expiring []expiringKey
 	next     int      // expiring[:next] are dropped already
 	_        [64]byte // a shard's lock is not on its neighbour's cache line
@@ -232,6 +238,12 @@ const (
 // release.
 func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	now := t.now().UnixNano()
+	if n := t.claims.Add(1); n%sweepEvery == 0 {
+		other := &t.shards[n/sweepEvery%keyShards]
+		other.mu.Lock()
+		other.dropExpired(now)
+		other.mu.Unlock()
+	}
 	sh := t.shard(k.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

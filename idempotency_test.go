@@ -318,6 +318,33 @@ func TestIdempotencyShardCompacts(t *testing.T) {
 	}
 }
 
+// Keys whose claims all fall on one shard (a client can try keys until
+// they do) do not keep the expired keys of the other shards in memory:
+// claims sweep every shard in turn.
+func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	tab := newIdempotencyTable(time.Hour, clock.now)
+	var id idempotencyID
+	id[0] = 5
+	for i := range 100 {
+		id[1] = byte(i)
+		tab.load(id, [16]byte{}, int64(i+1), clock.now())
+	}
+	clock.advance(2 * time.Hour)
+	id[0] = 0 // every claim on shard 0
+	claims := keyShards * sweepEvery
+	for i := range claims {
+		id[1], id[2] = byte(i), byte(i>>8)
+		if got, _ := tab.claim(&idempotencyKey{id: id}); got != claimNew {
+			t.Fatalf("claim %d: got %v, want new", i, got)
+		}
+	}
+	if n, _ := tab.size(); n != claims {
+		t.Errorf("keys after %d claims on another shard: got %d, want %d (the expired ones of shard 5 gone)", claims, n, claims)
+	}
+}
+
 // A key lives at least the TTL from its create, also when the create is
 // made within a second and the journal keeps whole seconds: before and
 // after a restart, a retry just before the TTL is over replays, and one
