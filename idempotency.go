@@ -112,23 +112,37 @@ func isSFToken(v string) bool {
 func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // idempotencyKey is a key as a store keeps it: scoped to the API key that
-// sent it, and with the fingerprint of the request it came with. Make one
-// with newIdempotencyKey, which names it: a literal would leave id zero.
+// sent it. Make one with newIdempotencyKey, which names it: a literal would
+// leave id zero.
 type idempotencyKey struct {
-	scope   string        // fingerprint of the API key (8 hex digits)
-	key     string        // as the client sent it
-	request [16]byte      // of the validated request: see requestFingerprint
-	id      idempotencyID // names the key in the table and the journal
+	scope string        // fingerprint of the API key (8 hex digits)
+	key   string        // as the client sent it
+	id    idempotencyID // names the key in the table and the journal
 }
 
 // newIdempotencyKey returns the key sent by the API key whose fingerprint
-// is scope, with a request of that fingerprint.
-func newIdempotencyKey(scope, key string, request [16]byte) *idempotencyKey {
-	return &idempotencyKey{scope: scope, key: key, request: request, id: keyID(scope, key)}
+// is scope.
+func newIdempotencyKey(scope, key string) *idempotencyKey {
+	return &idempotencyKey{scope: scope, key: key, id: keyID(scope, key)}
+}
+
+// replayOrRefuse answers a create with a key that made category id, whose
+// JSON is made, before: again, if nc asks for what that create asked for
+// (categories never change, so the category is the request it was made
+// from, validated), or idempotency_key_reused.
+func replayOrRefuse(nc NewCategory, id int64, made []byte) (created, error) {
+	var buf [512]byte // the usual category fits: no allocation
+	asked := Category{ID: id, Name: nc.Name, Description: nc.Description, HasDescription: nc.HasDescription}.appendJSON(buf[:0])
+	if string(asked) != string(made) {
+		return created{}, errIdempotencyKeyReused
+	}
+	return created{id: id, json: made, replayed: true}, nil
 }
 
 // requestFingerprint identifies a create by what it asks for once
-// validated: the trimmed name and the description, if any.
+// validated: the trimmed name and the description, if any. The etcd store
+// keeps it with a key, for the other instances, which may not have the
+// key's category yet when they find the key.
 // It is the first 16 bytes of a SHA-256: far more than enough to tell two
 // requests of one key apart, and half as much to store.
 func requestFingerprint(nc NewCategory) [16]byte {
@@ -143,8 +157,11 @@ func requestFingerprint(nc NewCategory) [16]byte {
 }
 
 // idempotencyTable is the keys a store knows, in memory: those in flight
-// and those whose create answered 201 and have not expired. It is safe for
-// concurrent use.
+// and those whose create answered 201 and have not expired, with the id of
+// the category each made. It is safe for concurrent use.
+//
+// It keeps nothing of a key's request: a retry is compared with the
+// category its key made (see replayOrRefuse).
 //
 // Its maps hold no pointer: a key is known by a digest of its scope and
 // text, and its entry is a plain value, so that millions of keys (a day of
@@ -201,12 +218,13 @@ type expiringKey struct {
 	expires int64
 }
 
+// idempotencyEntry is a key in the table: 16 bytes, and as many for its id.
 type idempotencyEntry struct {
-	request  [16]byte
-	id       int64 // 0 while in flight
-	expires  int64 // Unix nanoseconds; 0 while in flight
-	inFlight bool
+	id      int64 // of the category its create made; 0 while in flight
+	expires int64 // Unix nanoseconds; 0 while in flight
 }
+
+func (e idempotencyEntry) inFlight() bool { return e.id == 0 }
 
 // newIdempotencyTable returns an empty table of keys that live ttl (0:
 // defaultIdempotencyTTL) on the clock now (nil: time.Now).
@@ -229,8 +247,7 @@ type claimOutcome int
 
 const (
 	claimNew      claimOutcome = iota // the key is new: this create goes ahead
-	claimReplay                       // done before with the same request: the id is its category's
-	claimReused                       // done before with another request
+	claimDone                         // done before: the id is its category's (see replayOrRefuse)
 	claimInFlight                     // a create with the key is under way
 )
 
@@ -249,34 +266,32 @@ func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	defer sh.mu.Unlock()
 	sh.dropExpired(now)
 	e, ok := sh.entries[k.id]
-	if ok && !e.inFlight && e.expires <= now {
+	if ok && !e.inFlight() && e.expires <= now {
 		ok = false // expired: as if never seen
 	}
 	switch {
 	case !ok:
-		sh.entries[k.id] = idempotencyEntry{request: k.request, inFlight: true}
+		sh.entries[k.id] = idempotencyEntry{} // in flight
 		return claimNew, 0
-	case e.inFlight:
+	case e.inFlight():
 		return claimInFlight, 0
-	case e.request != k.request:
-		return claimReused, 0
 	default:
-		return claimReplay, e.id
+		return claimDone, e.id
 	}
 }
 
 // done records that the create that claimed k made category id at created.
 func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) {
-	t.doneID(k.id, k.request, id, created)
+	t.doneID(k.id, id, created)
 }
 
 // doneID is done for a key known by its table id (as the journal keeps it).
-func (t *idempotencyTable) doneID(s idempotencyID, request [16]byte, id int64, created time.Time) {
+func (t *idempotencyTable) doneID(s idempotencyID, id int64, created time.Time) {
 	expires := created.Add(t.ttl).UnixNano()
 	sh := t.shard(s)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.entries[s] = idempotencyEntry{request: request, id: id, expires: expires}
+	sh.entries[s] = idempotencyEntry{id: id, expires: expires}
 	sh.expiring = append(sh.expiring, expiringKey{s, expires})
 }
 
@@ -287,7 +302,7 @@ func (sh *keyShard) dropExpired(now int64) {
 		x := sh.expiring[sh.next]
 		// The key may have been done again since (it expired and was
 		// claimed anew): only this expiry's entry goes.
-		if e, ok := sh.entries[x.id]; ok && !e.inFlight && e.expires == x.expires {
+		if e, ok := sh.entries[x.id]; ok && !e.inFlight() && e.expires == x.expires {
 			delete(sh.entries, x.id)
 		}
 		sh.expiring[sh.next] = expiringKey{}
@@ -305,7 +320,7 @@ func (t *idempotencyTable) release(k *idempotencyKey) {
 	sh := t.shard(k.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, ok := sh.entries[k.id]; ok && e.inFlight {
+	if e, ok := sh.entries[k.id]; ok && e.inFlight() {
 		delete(sh.entries, k.id)
 	}
 }
@@ -316,9 +331,9 @@ func (t *idempotencyTable) live(created time.Time) bool {
 }
 
 // load adds a key found in the journal, unless it has expired.
-func (t *idempotencyTable) load(s idempotencyID, request [16]byte, id int64, created time.Time) {
+func (t *idempotencyTable) load(s idempotencyID, id int64, created time.Time) {
 	if t.live(created) {
-		t.doneID(s, request, id, created)
+		t.doneID(s, id, created)
 	}
 }
 

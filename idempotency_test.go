@@ -88,9 +88,7 @@ func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	k := *newIdempotencyKey("aaaa0000", "k1", requestFingerprint(NewCategory{Name: "dog"}))
-	other := k
-	other.request = requestFingerprint(NewCategory{Name: "cat"})
+	k := *newIdempotencyKey("aaaa0000", "k1")
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("first claim: got %v, want new", got)
 	}
@@ -102,19 +100,16 @@ func TestIdempotencyTable(t *testing.T) {
 		t.Fatalf("claim after a release: got %v, want new (a failed create stores nothing)", got)
 	}
 	tab.done(&k, 7, clock.now())
-	if got, id := tab.claim(&k); got != claimReplay || id != 7 {
-		t.Fatalf("same key, same request: got %v %d, want replay of 7", got, id)
+	if got, id := tab.claim(&k); got != claimDone || id != 7 {
+		t.Fatalf("a key done: got %v %d, want done, category 7", got, id)
 	}
-	if got, _ := tab.claim(&other); got != claimReused {
-		t.Fatalf("same key, other request: got %v, want reused", got)
-	}
-	otherScope := newIdempotencyKey("bbbb1111", k.key, k.request)
+	otherScope := newIdempotencyKey("bbbb1111", k.key)
 	if got, _ := tab.claim(otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
 	clock.advance(time.Hour - time.Nanosecond)
-	if got, _ := tab.claim(&k); got != claimReplay {
-		t.Fatalf("just before expiry: got %v, want replay", got)
+	if got, _ := tab.claim(&k); got != claimDone {
+		t.Fatalf("just before expiry: got %v, want done", got)
 	}
 	clock.advance(time.Nanosecond)
 	if got, _ := tab.claim(&k); got != claimNew {
@@ -125,9 +120,9 @@ func TestIdempotencyTable(t *testing.T) {
 	if n, _ := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
-	old := newIdempotencyKey("cccc2222", "old", [16]byte{})
-	tab.load(old.id, old.request, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(newIdempotencyKey("cccc2222", "old", [16]byte{})); got != claimNew {
+	old := newIdempotencyKey("cccc2222", "old")
+	tab.load(old.id, 3, clock.now().Add(-2*time.Hour))
+	if got, _ := tab.claim(newIdempotencyKey("cccc2222", "old")); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 }
@@ -299,7 +294,7 @@ func TestIdempotencyShardCompacts(t *testing.T) {
 	var id idempotencyID // all in the shard of id[0] == 0
 	for i := range 3000 {
 		id[1], id[2] = byte(i), byte(i>>8)
-		tab.load(id, [16]byte{}, int64(i+1), clock.now())
+		tab.load(id, int64(i+1), clock.now())
 		if i == 1999 {
 			clock.advance(time.Minute) // the last 1000 expire a minute later
 		}
@@ -329,7 +324,7 @@ func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
 	id[0] = 5
 	for i := range 100 {
 		id[1] = byte(i)
-		tab.load(id, [16]byte{}, int64(i+1), clock.now())
+		tab.load(id, int64(i+1), clock.now())
 	}
 	clock.advance(2 * time.Hour)
 	id[0] = 0 // every claim on shard 0
@@ -432,9 +427,10 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 func TestJournalFormatVersions(t *testing.T) {
 	t.Parallel()
 	scope := keyDigest(sha256.Sum256([]byte(testKey))).fingerprint()
-	old := newIdempotencyKey(scope, "old-key", requestFingerprint(NewCategory{Name: "bird"}))
+	old := newIdempotencyKey(scope, "old-key")
+	fp := requestFingerprint(NewCategory{Name: "bird"})
 	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(old.id[:]) + `","request":"` +
-		hex.EncodeToString(old.request[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
+		hex.EncodeToString(fp[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
 	for _, tc := range []struct{ name, content string }{
 		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"},
 		{"version 2", `{"format":"petstore-categories","version":2}` + "\n" + `{"id":1,"name":"dog"}` + "\n" + v2Record + "\n"},
@@ -539,7 +535,7 @@ func TestJournalKeyMemberDamage(t *testing.T) {
 }
 
 // BenchmarkIdempotencyKeyMemory measures the heap one stored key takes in
-// the table (a 36-character UUID, its scope and request fingerprint): the
+// the table (a 36-character UUID and its scope): the
 // memory keys hold is this times the keys created within the TTL.
 //
 //	go test -run '^$' -bench BenchmarkIdempotencyKeyMemory .
@@ -551,7 +547,7 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		tab := newIdempotencyTable(time.Hour, nil)
 		now := time.Now()
 		for i := range n {
-			k := newIdempotencyKey("9f86d081", fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i), [16]byte{byte(i)})
+			k := newIdempotencyKey("9f86d081", fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
 			tab.claim(k)
 			tab.done(k, int64(i+1), now)
 		}
@@ -559,4 +555,43 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		runtime.KeepAlive(tab)
 	}
 	b.ReportMetric(perKey, "B/key")
+}
+
+// A key's create is answered again only for the request that made it: the
+// category it made is that request, validated.
+func TestReplayOrRefuse(t *testing.T) {
+	t.Parallel()
+	made := Category{ID: 7, Name: "dog", Description: "loyal", HasDescription: true}.appendJSON(nil)
+	long := strings.Repeat("é", 600) // past replayOrRefuse's buffer
+	madeLong := Category{ID: 8, Name: "dog", Description: long, HasDescription: true}.appendJSON(nil)
+	for _, tc := range []struct {
+		name   string
+		nc     NewCategory
+		id     int64
+		made   []byte
+		replay bool
+	}{
+		{"same", NewCategory{Name: "dog", Description: "loyal", HasDescription: true}, 7, made, true},
+		{"same, long", NewCategory{Name: "dog", Description: long, HasDescription: true}, 8, madeLong, true},
+		{"other name", NewCategory{Name: "Dog", Description: "loyal", HasDescription: true}, 7, made, false},
+		{"other description", NewCategory{Name: "dog", Description: "loyal!", HasDescription: true}, 7, made, false},
+		{"no description", NewCategory{Name: "dog"}, 7, made, false},
+		{"empty description", NewCategory{Name: "dog", HasDescription: true}, 7, made, false},
+		{"long against short", NewCategory{Name: "dog", Description: long, HasDescription: true}, 7, made, false},
+	} {
+		got, err := replayOrRefuse(tc.nc, tc.id, tc.made)
+		switch {
+		case tc.replay && (err != nil || !got.replayed || got.id != tc.id || string(got.json) != string(tc.made)):
+			t.Errorf("%s: got %+v, %v; want a replay of %d", tc.name, got, err, tc.id)
+		case !tc.replay && err != errIdempotencyKeyReused:
+			t.Errorf("%s: got %+v, %v; want %v", tc.name, got, err, errIdempotencyKeyReused)
+		}
+	}
+	noDesc := Category{ID: 9, Name: "cat"}.appendJSON(nil)
+	if _, err := replayOrRefuse(NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != errIdempotencyKeyReused {
+		t.Errorf(`an empty description against none: %v, want %v`, err, errIdempotencyKeyReused)
+	}
+	if got, err := replayOrRefuse(NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
+		t.Errorf("no description against none: %+v, %v; want a replay", got, err)
+	}
 }

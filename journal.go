@@ -404,13 +404,8 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 	if c.ID <= x.lastID() {
 		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
 	}
-	if idem != nil && keys != nil && keys.live(idem.at) {
-		if idemV3 != nil {
-			// Version 3 keeps no fingerprint of the request: it is the
-			// category on this line, as validated.
-			idem.request = requestFingerprint(NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription})
-		}
-		keys.load(idem.id, idem.request, c.ID, idem.at)
+	if idem != nil && keys != nil {
+		keys.load(idem.id, c.ID, idem.at)
 	}
 	_, unique := x.add(foldName(c.Name), c)
 	return !unique, nil
@@ -418,14 +413,13 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 
 // keyRecord is the "idempotency" member of a record.
 type keyRecord struct {
-	id      idempotencyID
-	request [16]byte
-	at      time.Time // when the create was made
+	id idempotencyID
+	at time.Time // when the create was made
 }
 
 // parseKeyRecord reads the member as version 3 writes it (appendKeyMember):
-// ["<id, 16 bytes in unpadded base64url>",<Unix seconds>]. The request's
-// fingerprint is left for the caller: it is the category on the same line.
+// ["<id, 16 bytes in unpadded base64url>",<Unix seconds>]. Nothing of the
+// request is kept: it is the category on the same line.
 func parseKeyRecord(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not ["<key id>",<Unix seconds>] as petstore writes it`)
 	elems, err := arrayElements(v)
@@ -449,7 +443,9 @@ func parseKeyRecord(v []byte) (*keyRecord, error) {
 }
 
 // parseKeyRecordV2 reads the member as version 2 wrote it:
-// {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}.
+// {"id":<32 hex>,"request":<32 hex>,"at":<Unix ms>}. The request's
+// fingerprint is checked for its form and not kept: the category on the
+// same line is the request.
 func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as format version 2 wrote it`)
 	members, err := objectMembers(v, make([]member, 0, 3))
@@ -457,6 +453,7 @@ func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 		return nil, bad
 	}
 	var r keyRecord
+	var request [16]byte
 	var seen [3]bool
 	hex16 := func(dst []byte, v []byte) bool {
 		text, err := jsonString(v)
@@ -470,7 +467,7 @@ func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 		switch {
 		case m.name == "id" && jsonKind(m.value) == "string" && hex16(r.id[:], m.value):
 			seen[0] = true
-		case m.name == "request" && jsonKind(m.value) == "string" && hex16(r.request[:], m.value):
+		case m.name == "request" && jsonKind(m.value) == "string" && hex16(request[:], m.value):
 			seen[1] = true
 		case m.name == "at" && jsonKind(m.value) == "number":
 			ms, err := strconv.ParseInt(string(m.value), 10, 64)

@@ -205,14 +205,12 @@ func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {
 func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() time.Time, commit func(*createRequest)) (created, error) {
 	if k := nc.idem; k != nil {
 		switch outcome, id := keys.claim(k); outcome {
-		case claimReplay:
+		case claimDone:
 			body, err := getFrom(x.snapshot(), id)
 			if err != nil {
 				return created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %w", id, err)
 			}
-			return created{id: id, json: body, replayed: true}, nil
-		case claimReused:
-			return created{}, errIdempotencyKeyReused
+			return replayOrRefuse(nc, id, body)
 		case claimInFlight:
 			return created{}, errIdempotencyKeyInUse
 		}

@@ -297,10 +297,8 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		// A key this instance knows is answered without etcd, also while
 		// it has no quorum.
 		switch outcome, id := s.idem.claim(k); outcome {
-		case claimReplay:
-			return s.replay(ctx, id)
-		case claimReused:
-			return created{}, errIdempotencyKeyReused
+		case claimDone:
+			return s.replay(ctx, nc, id)
 		case claimInFlight:
 			return created{}, errIdempotencyKeyInUse
 		}
@@ -327,19 +325,27 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		return created{}, req.err
 	}
 	if req.replayOf != 0 {
-		return s.replay(ctx, req.replayOf)
+		return s.replay(ctx, nc, req.replayOf)
 	}
 	return created{id: req.cat.ID, json: s.awaitCached(req.cat)}, nil
 }
 
-// replay answers a create again: the category id that an earlier create
-// with the same Idempotency-Key made.
-func (s *etcdStore) replay(ctx context.Context, id int64) (created, error) {
-	body, err := s.Get(ctx, id)
+// replay answers nc with category id, which an earlier create with the
+// same Idempotency-Key made, or refuses it if it asks for another
+// category (see replayOrRefuse).
+func (s *etcdStore) replay(ctx context.Context, nc NewCategory, id int64) (created, error) {
+	made, err := s.Get(ctx, id)
 	if err != nil {
 		return created{}, err
 	}
-	return created{id: id, json: body, replayed: true}, nil
+	return replayOrRefuse(nc, id, made)
+}
+
+// requestHex is the request fingerprint of nc in hex, as a key's claim in
+// etcd keeps it.
+func requestHex(nc NewCategory) string {
+	fp := requestFingerprint(nc)
+	return hex.EncodeToString(fp[:])
 }
 
 // awaitCached returns the JSON of c once the cache has it. If the watch
@@ -530,7 +536,7 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 		t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: nameKey}})
 		if k := p.req.nc.idem; k != nil {
 			key := s.keys.idempotencyKey(k)
-			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: hex.EncodeToString(k.request[:])})
+			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: requestHex(p.req.nc)})
 			t.Compare = append(t.Compare, etcdCompare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
 			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: key, Value: claim, Lease: s.lease.id}})
 			t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: key}})
@@ -591,7 +597,7 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 					p.req.cat.ID = claim.ID
 					p.req.at = s.now()
 					committed++
-				case claim.Request == hex.EncodeToString(p.req.nc.idem.request[:]):
+				case claim.Request == requestHex(p.req.nc):
 					p.req.replayOf = claim.ID
 				default:
 					p.req.err = errIdempotencyKeyReused
