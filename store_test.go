@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -485,4 +486,41 @@ func FuzzReplayRecord(f *testing.F) {
 			t.Errorf("line %q added %d keys", line, n)
 		}
 	})
+}
+
+// Preallocation is only a speed-up: where it fails (a filesystem without
+// it, a full disk), creates are made all the same, and it is tried again
+// only reserveAhead bytes later, not on every write.
+func TestJournalWithoutPreallocation(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	// A file that exists: opening it writes nothing, so the first create
+	// is the first write.
+	if err := os.WriteFile(path, []byte(journalHeader+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openTestStore(t, path)
+	var tries []int64
+	s.j.preallocate = func(_ *os.File, size int64) error {
+		tries = append(tries, size) // the writer goroutine's only
+		return errors.ErrUnsupported
+	}
+	env := newTestEnv(t, withStore(s))
+	for _, name := range []string{"dog", "cat", "rabbit"} {
+		env.mustCreate(t, name)
+	}
+	if got := env.mustList(t); len(got) != 3 {
+		t.Fatalf("list: %+v, want 3 categories", got)
+	}
+	s.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(data), "\n"); lines != 4 {
+		t.Errorf("file: %q, want a header and 3 lines", data)
+	}
+	if len(tries) != 1 || tries[0] < reserveAhead {
+		t.Errorf("preallocation tried %v, want once, for at least %d bytes", tries, reserveAhead)
+	}
 }

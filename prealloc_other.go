@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"os"
+)
+
+// preallocate is fallocate on Linux; elsewhere the journal goes without.
+func preallocate(*os.File, int64) error { return errors.ErrUnsupported }
