@@ -424,6 +424,9 @@ func TestEtcdTwoInstances(t *testing.T) {
 		}
 		other, otherBody := post(bases[1], `"cross-1"`, "another name")
 		wantStatus(t, "the key with another request", other, otherBody, http.StatusUnprocessableEntity)
+		// On the instance that made it, from its own table.
+		mine, mineBody := post(bases[0], `"cross-1"`, "another name")
+		wantStatus(t, "the key with another request where it was made", mine, mineBody, http.StatusUnprocessableEntity)
 		// Racing one key on both instances: one category.
 		var wg sync.WaitGroup
 		type answer struct {

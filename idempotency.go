@@ -141,8 +141,9 @@ func replayOrRefuse(nc NewCategory, id int64, made []byte) (created, error) {
 
 // requestFingerprint identifies a create by what it asks for once
 // validated: the trimmed name and the description, if any. The etcd store
-// keeps it with a key, for the other instances, which may not have the
-// key's category yet when they find the key.
+// keeps it in a key's claim, so that the txn that finds a key another
+// instance made can tell a retry from another request without reading
+// the category, and so that claims read the same to every version.
 // It is the first 16 bytes of a SHA-256: far more than enough to tell two
 // requests of one key apart, and half as much to store.
 func requestFingerprint(nc NewCategory) [16]byte {
@@ -224,7 +225,9 @@ type idempotencyEntry struct {
 	expires int64 // Unix nanoseconds; 0 while in flight
 }
 
-func (e idempotencyEntry) inFlight() bool { return e.id == 0 }
+// inFlight reports whether the key's create is under way. A key done has
+// an expiry, after now when it was done or loaded: never 0.
+func (e idempotencyEntry) inFlight() bool { return e.expires == 0 }
 
 // newIdempotencyTable returns an empty table of keys that live ttl (0:
 // defaultIdempotencyTTL) on the clock now (nil: time.Now).
@@ -330,9 +333,11 @@ func (t *idempotencyTable) live(created time.Time) bool {
 	return created.Add(t.ttl).After(t.now())
 }
 
-// load adds a key found in the journal, unless it has expired.
+// load adds a key found in the journal, unless it has expired, or was
+// made more than a TTL in the future: a damaged time, whose expiry could
+// be past what Unix nanoseconds hold (or a clock set back by a TTL).
 func (t *idempotencyTable) load(s idempotencyID, id int64, created time.Time) {
-	if t.live(created) {
+	if t.live(created) && !created.After(t.now().Add(t.ttl)) {
 		t.doneID(s, id, created)
 	}
 }

@@ -125,6 +125,21 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, _ := tab.claim(newIdempotencyKey("cccc2222", "old")); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
+	// A key made more than a TTL ahead of the clock is a damaged time
+	// (in the year 3000, its expiry in Unix nanoseconds would overflow):
+	// not loaded, rather than kept for ever or taken for one in flight.
+	for _, created := range []time.Time{clock.now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		future := newIdempotencyKey("cccc2222", "future "+created.String())
+		tab.load(future.id, 4, created)
+		if got, _ := tab.claim(future); got != claimNew {
+			t.Errorf("a key loaded from %v: got %v, want new", created, got)
+		}
+	}
+	soon := newIdempotencyKey("cccc2222", "soon")
+	tab.load(soon.id, 5, clock.now().Add(time.Minute)) // a clock set back a little
+	if got, id := tab.claim(soon); got != claimDone || id != 5 {
+		t.Errorf("a key loaded from a minute ahead: got %v %d, want done, category 5", got, id)
+	}
 }
 
 // keyedCreate posts body with an Idempotency-Key through env, as testKey
@@ -478,6 +493,7 @@ func TestJournalFormatVersions(t *testing.T) {
 					rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != "/v1/categories/2" {
 					t.Errorf("retry of the version-2 record's key: got %d %v %s, want a replay of /v1/categories/2", rec.Code, rec.Header(), rec.Body)
 				}
+				mustError(t, keyedCreate(t, env, "old-key", `{"name":"bird","description":"tweet"}`), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
 			}
 			if got := env.mustList(t); len(got) != len(lines)-1 {
 				t.Errorf("list after the retries: got %+v, want %d categories", got, len(lines)-1)

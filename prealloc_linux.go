@@ -5,10 +5,10 @@ import (
 	"syscall"
 )
 
-// preallocate gives f disk blocks up to size bytes without changing its
-// length (fallocate with FALLOC_FL_KEEP_SIZE); blocks it has already are
-// left as they are.
-func preallocate(f *os.File, size int64) error {
+// preallocate gives f disk blocks from byte from to byte to without
+// changing its length (fallocate with FALLOC_FL_KEEP_SIZE); blocks it has
+// already are left as they are.
+func preallocate(f *os.File, from, to int64) error {
 	const keepSize = 0x1 // FALLOC_FL_KEEP_SIZE, linux/falloc.h
 	raw, err := f.SyscallConn()
 	if err != nil {
@@ -17,7 +17,7 @@ func preallocate(f *os.File, size int64) error {
 	var ferr error
 	if err := raw.Control(func(fd uintptr) {
 		for {
-			ferr = syscall.Fallocate(int(fd), keepSize, 0, size)
+			ferr = syscall.Fallocate(int(fd), keepSize, from, to-from)
 			if ferr != syscall.EINTR {
 				return
 			}

@@ -8,4 +8,4 @@ import (
 )
 
 // preallocate is fallocate on Linux; elsewhere the journal goes without.
-func preallocate(*os.File, int64) error { return errors.ErrUnsupported }
+func preallocate(*os.File, int64, int64) error { return errors.ErrUnsupported }

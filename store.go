@@ -186,8 +186,8 @@ func appendRecord(dst []byte, req *createRequest) []byte {
 // `,"idempotency":["<id>",<Unix seconds>]}`, where <id> is the key's table
 // id, 16 bytes in unpadded base64url: a digest of its scope and text,
 // short whatever the key's length, and no client's key text on disk. The
-// request's fingerprint is not written: replay computes it from the
-// category on the same line, which is the validated request. Every byte
+// request is not written: the category on the same line is the validated
+// request, which a retry is compared with (replayOrRefuse). Every byte
 // counts: the journal write and fsync of a batch is what durable creates
 // wait for.
 func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {

@@ -294,8 +294,9 @@ func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 // answered with that create's category.
 func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error) {
 	if k := nc.idem; k != nil {
-		// A key this instance knows is answered without etcd, also while
-		// it has no quorum.
+		// A key this instance knows is answered without a txn, also while
+		// it has no quorum, as long as its category is in the cache (it
+		// is, unless the watch fell behind: then Get reads etcd).
 		switch outcome, id := s.idem.claim(k); outcome {
 		case claimDone:
 			return s.replay(ctx, nc, id)

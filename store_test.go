@@ -501,8 +501,8 @@ func TestJournalWithoutPreallocation(t *testing.T) {
 	}
 	s := openTestStore(t, path)
 	var tries []int64
-	s.j.preallocate = func(_ *os.File, size int64) error {
-		tries = append(tries, size) // the writer goroutine's only
+	s.j.preallocate = func(_ *os.File, from, to int64) error {
+		tries = append(tries, to-from) // the writer goroutine's only
 		return errors.ErrUnsupported
 	}
 	env := newTestEnv(t, withStore(s))
