@@ -203,11 +203,12 @@ func connectionCap(want int) (int, error) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return want, nil // no limit known: trust the configuration
 	}
-	if lim.Cur >= uint64(want)+fileReserve {
+	cur := uint64(lim.Cur) // int64 on some systems (FreeBSD)
+	if cur >= uint64(want)+fileReserve {
 		return want, nil
 	}
-	if lim.Cur <= 2*fileReserve {
-		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: the process may open only %d files, too few to serve connections (raise ulimit -n)", lim.Cur)
+	if cur <= 2*fileReserve {
+		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: the process may open only %d files, too few to serve connections (raise ulimit -n)", cur)
 	}
-	return int(lim.Cur) - fileReserve, nil
+	return int(cur) - fileReserve, nil
 }
