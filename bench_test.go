@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkCreate measures POST /v1/categories through the whole handler
@@ -44,8 +45,13 @@ func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 		}
 		// How many creates share a batch (one write and fsync) tells why
 		// durable creates/s move: fewer per batch means more fsyncs per create.
-		var batches, batched atomic.Int64
-		store, err := openStore(path, storeOptions{onBatch: func(n int) { batches.Add(1); batched.Add(int64(n)) }})
+		// And how long a batch's write and fsync takes tells what its bytes
+		// cost (see bench/diskwrites.sh for the disk's side).
+		var batches, batched, commits, committing atomic.Int64
+		store, err := openStore(path, storeOptions{
+			onBatch:  func(n int) { batches.Add(1); batched.Add(int64(n)) },
+			onCommit: func(_ int, took time.Duration) { commits.Add(1); committing.Add(int64(took)) },
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,6 +73,9 @@ func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 		if n := batches.Load(); mode == "durable" && n > 0 {
 			b.ReportMetric(float64(batched.Load())/float64(n), "creates/batch")
+		}
+		if n := commits.Load(); mode == "durable" && n > 0 {
+			b.ReportMetric(float64(committing.Load())/float64(n), "write-ns/batch")
 		}
 	})
 }

@@ -219,7 +219,8 @@ type expiringKey struct {
 	expires int64
 }
 
-// idempotencyEntry is a key in the table: 16 bytes, and as many for its id.
+// idempotencyEntry is what the table knows of a key: 16 bytes, beside the
+// 16 of its id.
 type idempotencyEntry struct {
 	id      int64 // of the category its create made; 0 while in flight
 	expires int64 // Unix nanoseconds; 0 while in flight
@@ -328,16 +329,12 @@ func (t *idempotencyTable) release(k *idempotencyKey) {
 	}
 }
 
-// live reports whether a key made at created has not expired yet.
-func (t *idempotencyTable) live(created time.Time) bool {
-	return created.Add(t.ttl).After(t.now())
-}
-
 // load adds a key found in the journal, unless it has expired, or was
 // made more than a TTL in the future: a damaged time, whose expiry could
 // be past what Unix nanoseconds hold (or a clock set back by a TTL).
 func (t *idempotencyTable) load(s idempotencyID, id int64, created time.Time) {
-	if t.live(created) && !created.After(t.now().Add(t.ttl)) {
+	now := t.now()
+	if created.Add(t.ttl).After(now) && !created.After(now.Add(t.ttl)) {
 		t.doneID(s, id, created)
 	}
 }

@@ -378,7 +378,6 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 	var c Category
 	var sawID, sawName bool
 	var idem *keyRecord
-	var idemV3 []byte // parsed after the loop: see parseKeyRecord
 	for _, m := range members {
 		switch {
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
@@ -393,9 +392,11 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		case m.name == "description" && !c.HasDescription && jsonKind(m.value) == "string":
 			c.Description, err = jsonString(m.value)
 			c.HasDescription = err == nil
-		case m.name == "idempotency" && idem == nil && idemV3 == nil && jsonKind(m.value) == "array":
-			idemV3 = m.value
-		case m.name == "idempotency" && idem == nil && idemV3 == nil && jsonKind(m.value) == "object":
+		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "array":
+			if idem, err = parseKeyRecord(m.value); err != nil {
+				return false, err
+			}
+		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "object":
 			if idem, err = parseKeyRecordV2(m.value); err != nil {
 				return false, err
 			}
@@ -405,11 +406,6 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 	}
 	if !sawID || !sawName {
 		return false, errors.New("record lacks an id or a name")
-	}
-	if idemV3 != nil {
-		if idem, err = parseKeyRecord(idemV3); err != nil {
-			return false, err
-		}
 	}
 	if c.ID <= x.lastID() {
 		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
@@ -566,9 +562,10 @@ func (j *journal) append(records []byte) error {
 // its fsync allocate that block, which the filesystem's own journal must
 // then write too: on ext4 here, a batch's write and fsync took 3.3 disk
 // writes on average (3.6 for keyed creates, whose longer lines reach new
-// blocks twice as often) and 3.0 once blocks were reserved ahead. Where preallocation fails (a filesystem without it, a full disk)
-// the journal goes without: the next try is reserveAhead bytes later, and
-// the write itself reports what matters.
+// blocks twice as often) and 3.0 once blocks were reserved ahead
+// (bench/diskwrites.sh). Where preallocation fails (a filesystem without
+// it, a full disk) the journal goes without: the next try is reserveAhead
+// bytes later, and the write itself reports what matters.
 func (j *journal) reserve(n int64) {
 	if j.size+n <= j.reserved {
 		return
