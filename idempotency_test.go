@@ -502,11 +502,11 @@ func TestJournalFormatVersions(t *testing.T) {
 	}
 
 	newer := filepath.Join(t.TempDir(), "newer.jsonl")
-	if err := os.WriteFile(newer, []byte(journalHeaderOf(4)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(newer, []byte(journalHeaderOf(5)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 4 is not supported by this petstore, which reads versions 1 to 3") {
-		t.Errorf("a version-4 file: got %v", err)
+	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 5 is not supported by this petstore, which reads versions 1 to 4") {
+		t.Errorf("a version-5 file: got %v", err)
 	}
 }
 

@@ -23,15 +23,19 @@ import (
 // its version, then one line per category holding the Category JSON as the
 // API serves it and, from version 2, the Idempotency-Key its create was
 // sent with (member "idempotency": an object in version 2, a shorter array
-// from version 3). It is only ever appended to, so copying it while the
-// service runs gives a consistent prefix.
+// from version 3). Lines are only ever added after the last one, so
+// copying the file while the service runs gives a consistent prefix.
 //
-// This petstore reads versions 1 to 3 and writes 3. At start it rewrites
-// an older header to 3 (one byte, in place), so that an older petstore
+// From version 4 the file may end in zero bytes: space the journal wrote
+// ahead of its last line (see reserve), which the next lines overwrite,
+// and which a clean close cuts off. Replay skips them.
+//
+// This petstore reads versions 1 to 4 and writes 4. At start it rewrites
+// an older header to 4 (one byte, in place), so that an older petstore
 // refuses the file instead of misreading it.
 const (
-	journalVersion = 3
-	journalHeader  = `{"format":"petstore-categories","version":3}` // journalHeaderOf(journalVersion)
+	journalVersion = 4
+	journalHeader  = `{"format":"petstore-categories","version":4}` // journalHeaderOf(journalVersion)
 )
 
 // journalHeaderOf is the header line of format version v, as petstore
@@ -51,19 +55,20 @@ type journal struct {
 	f        *os.File
 	path     string
 	readOnly bool  // -export and -import: read, never change the file
-	size     int64 // length of the good, fsynced prefix
+	size     int64 // length of the good, fsynced lines: where the next ones go
 	broken   bool  // a failed write could not be undone: nothing more may be appended
 	syncs    int   // fsyncs of appends, for tests of group commit
 
-	// reserved is how far the file was last given disk blocks ahead of
-	// its length, or tried to be (see reserve); preallocate does it (tests
-	// fail it).
-	reserved    int64
-	preallocate func(f *os.File, from, to int64) error
+	// end is the file's length: size, then zero bytes written and fsynced
+	// ahead (see reserve). zeroFill writes them (tests fail it); after a
+	// failure it is not tried again before the lines reach nextFill.
+	end      int64
+	nextFill int64
+	zeroFill func(f *os.File, from, to int64) error
 }
 
-// reserveAhead is how much disk space the journal takes ahead of its
-// length: one fallocate per this many bytes of lines.
+// reserveAhead is how much space the journal writes ahead of its lines: one
+// zero fill and fsync per this many bytes of lines.
 const reserveAhead = 1 << 20
 
 // openJournal opens and locks the journal at path, creating it (and its
@@ -82,7 +87,9 @@ func openJournal(path string, syncDir func(dir string) error, readOnly bool) (*j
 		}
 		_, statErr := os.Stat(path)
 		created = errors.Is(statErr, os.ErrNotExist)
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		// Not O_APPEND: lines are written in place, over the zeros
+		// reserved ahead (and WriteAt refuses a file opened to append).
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -94,7 +101,7 @@ func openJournal(path string, syncDir func(dir string) error, readOnly bool) (*j
 		}
 		return nil, nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	j := &journal{f: f, path: path, readOnly: readOnly, preallocate: preallocate}
+	j := &journal{f: f, path: path, readOnly: readOnly, zeroFill: zeroFill}
 	if created {
 		if err := syncDir(dir); err != nil {
 			j.close()
@@ -164,6 +171,11 @@ func syncDir(dir string) error {
 // line (a write cut short by a crash) is set aside in path+".torn" and cut
 // off; damage anywhere else stops the replay with the line number.
 func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) (*index, error) {
+	// Zeros at the end are space reserved ahead (version 4), not lines.
+	// Lines never hold a zero byte: one in the last line is a write a
+	// crash cut short (see isTorn), anywhere else damage.
+	fileLen := int64(len(data))
+	data = bytes.TrimRight(data, "\x00")
 	x := newIndex(bytes.Count(data, []byte{'\n'}), len(data))
 	var collisions []int // categories whose name folds like an earlier one's
 	var version header
@@ -202,6 +214,7 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
 				return nil, err
 			}
+			fileLen = int64(offset)
 			break
 		}
 		offset += len(line) + 1
@@ -210,6 +223,9 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 	if len(collisions) > 0 {
 		warnCollisions(x, j.path, collisions, log)
 	}
+	// Known only now: a journal that fails to replay is closed as it is,
+	// its zeros left.
+	j.end = fileLen
 	if j.readOnly {
 		// Read as it is: no header written, none rewritten.
 	} else if j.size == 0 {
@@ -525,57 +541,94 @@ func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
 	}
 }
 
-// append writes records (whole lines) and fsyncs them. If that fails it cuts
-// the file back to its last good length; if even that fails, or fsync itself
-// failed (the kernel may have dropped the data it reported lost), the
-// journal is marked broken and takes no more writes.
+// append writes records (whole lines) after the last line and makes them
+// durable. If that fails it cuts the file back to its last good length; if
+// even that fails, or the sync itself failed (the kernel may have dropped
+// the data it reported lost), the journal is marked broken and takes no
+// more writes.
 func (j *journal) append(records []byte) error {
 	if j.broken {
 		return errors.New("journal is broken")
 	}
-	j.reserve(int64(len(records)))
-	n, err := j.f.Write(records)
+	n := int64(len(records))
+	j.reserve(n)
+	_, err := j.f.WriteAt(records, j.size)
 	if err == nil {
-		if err = j.f.Sync(); err != nil {
+		// fdatasync writes the metadata that reading the lines back
+		// needs, and only that: over the zeros reserved ahead, none.
+		if err = datasync(j.f); err != nil {
 			j.broken = true
 		}
 	}
 	if err != nil {
 		// The cut must be durable too: a crash before the next fsync
 		// could otherwise bring back lines that were answered 500, whose
-		// ids later creates take.
+		// ids later creates take. It drops the zeros ahead as well.
 		if terr := j.f.Truncate(j.size); terr != nil || j.f.Sync() != nil {
 			j.broken = true
 		}
-		j.reserved = j.size // the cut may have freed the blocks ahead too
+		j.end, j.nextFill = j.size, 0
 		return fmt.Errorf("appending to %s: %w", j.path, err)
 	}
-	j.size += int64(n)
+	j.size += n
+	j.end = max(j.end, j.size)
 	j.syncs++
 	return nil
 }
 
-// reserve makes sure the file has disk blocks for n more bytes, taking
-// reserveAhead more at a time, without changing its length.
+// reserve makes sure the file holds n more bytes after its last line,
+// fsynced, by writing reserveAhead zero bytes more at a time.
 //
-// An append that reaches into a block the file does not have yet makes
-// its fsync allocate that block, which the filesystem's own journal must
-// then write too: on ext4 here, a batch's write and fsync took 3.3 disk
-// writes on average (3.6 for keyed creates, whose longer lines reach new
-// blocks twice as often) and 3.0 once blocks were reserved ahead
-// (bench/diskwrites.sh). Where preallocation fails (a filesystem without
-// it, a full disk) the journal goes without: the next try is reserveAhead
-// bytes later, and the write itself reports what matters.
+// A line written over such zeros needs only fdatasync: the file's length
+// and its blocks are on disk already, so no metadata has to follow the
+// data. A line that lengthens the file needs fsync, which writes the
+// inode too, and a line that reaches blocks given ahead but never written
+// (fallocate) needs their conversion written. With a create's few dozen
+// bytes that is most of what a write costs (see README, Performance).
+// Where the zeros cannot be written (a full disk) the journal goes
+// without, with fsync: the next try is reserveAhead bytes later, and the
+// write itself reports what matters.
 func (j *journal) reserve(n int64) {
-	if j.size+n <= j.reserved {
+	if j.size+n <= j.end || j.size+n <= j.nextFill {
 		return
 	}
-	want := j.size + n + reserveAhead
-	_ = j.preallocate(j.f, j.size, want) // blocks before size are written
-	j.reserved = want
+	to := j.size + n + reserveAhead
+	if err := j.zeroFill(j.f, j.end, to); err != nil {
+		_ = j.f.Truncate(j.end) // give back what part was written
+	} else {
+		j.end = to
+	}
+	j.nextFill = to
 }
 
+// zeros is what zeroFill writes from.
+var zeros [64 << 10]byte
+
+// zeroFill writes zero bytes from byte from to byte to of f, and fsyncs f.
+func zeroFill(f *os.File, from, to int64) error {
+	for at := from; at < to; {
+		n := min(to-at, int64(len(zeros)))
+		if _, err := f.WriteAt(zeros[:n], at); err != nil {
+			return err
+		}
+		at += n
+	}
+	return f.Sync()
+}
+
+// close closes the file, cutting off the zeros reserved ahead of its last
+// line: a journal closed cleanly is JSON Lines and nothing else.
 func (j *journal) close() error {
+	if !j.readOnly && !j.broken && j.end > j.size {
+		if err := j.f.Truncate(j.size); err != nil {
+			j.f.Close()
+			return fmt.Errorf("cutting the space reserved at the end of %s: %w", j.path, err)
+		}
+		if err := j.f.Sync(); err != nil {
+			j.f.Close()
+			return fmt.Errorf("cutting the space reserved at the end of %s: %w", j.path, err)
+		}
+	}
 	return j.f.Close()
 }
 

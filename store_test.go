@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -212,7 +212,7 @@ func TestJournalDamageIsRefusedWithLineNumber(t *testing.T) {
 		{"not a journal", "hello\nworld\n", ":1:"},
 		{"one line that is not a journal", "hello world\n", ":1:"},
 		{"one line without newline that is not a journal", "hello world", ":1:"},
-		{"newer format", `{"format":"petstore-categories","version":4}` + "\n", "version 4"},
+		{"newer format", `{"format":"petstore-categories","version":5}` + "\n", "version 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
@@ -488,10 +488,54 @@ func FuzzReplayRecord(f *testing.F) {
 	})
 }
 
-// Preallocation is only a speed-up: where it fails (a filesystem without
-// it, a full disk), creates are made all the same, and it is tried again
+// The journal writes zeros reserveAhead past its last line, and writes
+// lines over them; replay skips them, and a clean close cuts them off.
+func TestJournalReservesAhead(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	s := openTestStore(t, path)
+	newTestEnv(t, withStore(s)).mustCreate(t, "dog")
+	lines := journalHeader + "\n" + `{"id":1,"name":"dog"}` + "\n"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < reserveAhead || string(data[:len(lines)]) != lines || len(bytes.Trim(data[len(lines):], "\x00")) != 0 {
+		t.Errorf("open journal: %d bytes, %q first: want %q, then zeros, %d bytes at least", len(data), data[:min(len(data), len(lines)+8)], lines, reserveAhead)
+	}
+	if s.j.syncs != 2 {
+		t.Errorf("%d syncs of lines, want 2 (header, dog)", s.j.syncs)
+	}
+
+	// A crash leaves the zeros: the next start writes over them.
+	if err := os.WriteFile(path+".copy", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	again := openTestStore(t, path+".copy", withStoreLog(logs))
+	if logs.Len() != 0 {
+		t.Errorf("replaying a file that ends in zeros logged: %s", logs)
+	}
+	newTestEnv(t, withStore(again)).mustCreate(t, "cat")
+	if again.j.end != int64(len(data)) {
+		t.Errorf("after the restart the file is %d bytes, want the %d it had: cat is written over its zeros", again.j.end, len(data))
+	}
+	again.Close()
+	want := lines + `{"id":2,"name":"cat"}` + "\n"
+	if got, _ := os.ReadFile(path + ".copy"); string(got) != want {
+		t.Errorf("closed cleanly: %q, want %q", got, want)
+	}
+
+	s.Close()
+	if got, _ := os.ReadFile(path); string(got) != lines {
+		t.Errorf("closed cleanly: %q, want %q", got, lines)
+	}
+}
+
+// Reserving is only a speed-up: where the zeros cannot be written (a full
+// disk), creates are made all the same, with fsync, and it is tried again
 // only reserveAhead bytes later, not on every write.
-func TestJournalWithoutPreallocation(t *testing.T) {
+func TestJournalWithoutReservedSpace(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
 	// A file that exists: opening it writes nothing, so the first create
@@ -501,9 +545,13 @@ func TestJournalWithoutPreallocation(t *testing.T) {
 	}
 	s := openTestStore(t, path)
 	var tries []int64
-	s.j.preallocate = func(_ *os.File, from, to int64) error {
+	s.j.zeroFill = func(f *os.File, from, to int64) error {
 		tries = append(tries, to-from) // the writer goroutine's only
-		return errors.ErrUnsupported
+		// Half written, as a full disk leaves it: reserve cuts it off.
+		if _, err := f.WriteAt(make([]byte, (to-from)/2), from); err != nil {
+			t.Error(err)
+		}
+		return syscall.ENOSPC
 	}
 	env := newTestEnv(t, withStore(s))
 	for _, name := range []string{"dog", "cat", "rabbit"} {
@@ -512,15 +560,11 @@ func TestJournalWithoutPreallocation(t *testing.T) {
 	if got := env.mustList(t); len(got) != 3 {
 		t.Fatalf("list: %+v, want 3 categories", got)
 	}
-	s.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lines := strings.Count(string(data), "\n"); lines != 4 {
-		t.Errorf("file: %q, want a header and 3 lines", data)
+	want := journalHeader + "\n" + `{"id":1,"name":"dog"}` + "\n" + `{"id":2,"name":"cat"}` + "\n" + `{"id":3,"name":"rabbit"}` + "\n"
+	if data, _ := os.ReadFile(path); string(data) != want {
+		t.Errorf("file: %q, want %q", data, want)
 	}
 	if len(tries) != 1 || tries[0] < reserveAhead {
-		t.Errorf("preallocation tried %v, want once, for at least %d bytes", tries, reserveAhead)
+		t.Errorf("reserving tried %v, want once, for at least %d bytes", tries, reserveAhead)
 	}
 }
