@@ -1,6 +1,9 @@
 package main
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // groupWriter is group commit: one goroutine takes every create that is
 // waiting and hands them to commit together, so that concurrent creates
@@ -49,6 +52,15 @@ func (w *groupWriter) loop() {
 	defer close(w.end)
 	batch := make([]*createRequest, 0, w.maxBatch)
 	for req := range w.queue {
+		// The creates the last commit answered were made runnable on
+		// this goroutine's processor. Left there, most would wait out
+		// the next write and fsync: a goroutine in a system call keeps
+		// its processor until the runtime takes it back (tens of µs), so
+		// their answers would be late and their next creates would miss
+		// this batch for the one after. Yielding first lets them answer
+		// and queue, so the batch takes them; with nothing else runnable
+		// it returns at once.
+		runtime.Gosched()
 		batch = append(batch[:0], req)
 	drain:
 		for len(batch) < w.maxBatch {
