@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -175,7 +174,6 @@ type idempotencyTable struct {
 	ttl    time.Duration
 	now    func() time.Time
 	shards [keyShards]keyShard
-	claims atomic.Uint64 // counts claims, to sweep every shard in turn
 }
 
 const (
@@ -190,13 +188,17 @@ type keyShard struct {
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
-	// by every claim of the shard, and by every sweepEvery-th claim of
-	// any, in turn: key ids are digests, so claims fall on every shard
-	// alike, but a client can try keys until they all fall on one; either
-	// way memory follows the keys made within the TTL.
+	// by every claim of the shard, and every sweepEvery-th claim of a
+	// shard sweeps the others, in turn: key ids are digests, so claims
+	// fall on every shard alike, but a client can try keys until they all
+	// fall on one; either way memory follows the keys made within the TTL.
 	expiring []expiringKey
-	next     int      // expiring[:next] are dropped already
-	_        [64]byte // a shard's lock is not on its neighbour's cache line
+	next     int // expiring[:next] are dropped already
+	// claims counts the shard's claims, and sweep is the shard its next
+	// sweepEvery-th sweeps: counted under the lock taken anyway, rather
+	// than in one counter whose cache line every claim would move.
+	claims, sweep int
+	_             [64]byte // a shard's lock is not on its neighbour's cache line
 }
 
 func (t *idempotencyTable) shard(id idempotencyID) *keyShard {
@@ -259,29 +261,31 @@ const (
 // release.
 func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 	now := t.now().UnixNano()
-	if n := t.claims.Add(1); n%sweepEvery == 0 {
-		other := &t.shards[n/sweepEvery%keyShards]
+	sh := t.shard(k.id)
+	sh.mu.Lock()
+	sh.dropExpired(now)
+	outcome, id := claimNew, int64(0)
+	e, ok := sh.entries[k.id]
+	switch {
+	case !ok, !e.inFlight() && e.expires <= now: // expired: as if never seen
+		sh.entries[k.id] = idempotencyEntry{} // in flight
+	case e.inFlight():
+		outcome = claimInFlight
+	default:
+		outcome, id = claimDone, e.id
+	}
+	var other *keyShard
+	if sh.claims++; sh.claims%sweepEvery == 0 {
+		other = &t.shards[sh.sweep]
+		sh.sweep = (sh.sweep + 1) % keyShards
+	}
+	sh.mu.Unlock()
+	if other != nil && other != sh { // one lock at a time: no order to keep
 		other.mu.Lock()
 		other.dropExpired(now)
 		other.mu.Unlock()
 	}
-	sh := t.shard(k.id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.dropExpired(now)
-	e, ok := sh.entries[k.id]
-	if ok && !e.inFlight() && e.expires <= now {
-		ok = false // expired: as if never seen
-	}
-	switch {
-	case !ok:
-		sh.entries[k.id] = idempotencyEntry{} // in flight
-		return claimNew, 0
-	case e.inFlight():
-		return claimInFlight, 0
-	default:
-		return claimDone, e.id
-	}
+	return outcome, id
 }
 
 // done records that the create that claimed k made category id at created.

@@ -137,6 +137,10 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 	clear(seen)
 	next := x.lastID()
 	accepted := 0
+	// A key's time is its create's commit, rounded up to the second as the
+	// journal keeps it: it expires at the same time before and after a
+	// restart, and never sooner than the TTL after the create.
+	at := now.Add(time.Second - 1).Truncate(time.Second)
 	for _, req := range batch {
 		if _, dup := seen[req.key]; dup || x.has(req.key) {
 			req.err = errConflict(req.nc.Name)
@@ -151,9 +155,7 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 		seen[req.key] = struct{}{}
 		next++
 		req.cat = Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
-		if req.at.IsZero() {
-			req.at = now
-		}
+		req.at = at
 		records = appendRecord(records, req)
 		accepted++
 	}
@@ -202,7 +204,7 @@ func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {
 // Idempotency-Key, if it has one: a key the table knows is answered from
 // it; a new one is claimed for the create, and settled by its outcome.
 // commit makes the create durable (or refuses it).
-func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() time.Time, commit func(*createRequest)) (created, error) {
+func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*createRequest)) (created, error) {
 	if k := nc.idem; k != nil {
 		switch outcome, id := keys.claim(k); outcome {
 		case claimDone:
@@ -216,12 +218,6 @@ func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, now func() ti
 		}
 	}
 	req := newCreateRequest(nc)
-	if nc.idem != nil {
-		// The key's time is the create's, rounded up to the second as the
-		// journal keeps it: it expires at the same time before and after a
-		// restart, and never sooner than the TTL after the create.
-		req.at = now().Add(time.Second - 1).Truncate(time.Second)
-	}
 	commit(req)
 	if k := nc.idem; k != nil {
 		if req.err != nil {

@@ -56,7 +56,7 @@ func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
 }
 
 func (s *journalStore) Create(_ context.Context, nc NewCategory) (created, error) {
-	return createKeyed(s.keys, s.idx, nc, s.now, s.w.do)
+	return createKeyed(s.keys, s.idx, nc, s.w.do)
 }
 
 // commit makes a batch durable with one journal write, then applies it.

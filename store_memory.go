@@ -36,7 +36,7 @@ func (s *memoryStore) Get(_ context.Context, id int64) ([]byte, error) {
 }
 
 func (s *memoryStore) Create(_ context.Context, nc NewCategory) (created, error) {
-	return createKeyed(s.keys, s.idx, nc, s.now, s.commit)
+	return createKeyed(s.keys, s.idx, nc, s.commit)
 }
 
 // commit stores one create.
