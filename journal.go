@@ -57,7 +57,7 @@ type journal struct {
 	readOnly bool  // -export and -import: read, never change the file
 	size     int64 // length of the good, fsynced lines: where the next ones go
 	broken   bool  // a failed write could not be undone: nothing more may be appended
-	syncs    int   // fsyncs of appends, for tests of group commit
+	syncs    int   // syncs of appends, for tests of group commit
 
 	// end is the file's length: size, then zero bytes written and fsynced
 	// ahead (see reserve). zeroFill writes them (tests fail it); after a
@@ -172,8 +172,8 @@ func syncDir(dir string) error {
 // off; damage anywhere else stops the replay with the line number.
 func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) (*index, error) {
 	// Zeros at the end are space reserved ahead (version 4), not lines.
-	// Lines never hold a zero byte: one in the last line is a write a
-	// crash cut short (see isTorn), anywhere else damage.
+	// Lines never hold a zero byte: one in the last batch's lines is a
+	// write a crash cut short (see isTorn), anywhere else damage.
 	fileLen := int64(len(data))
 	data = bytes.TrimRight(data, "\x00")
 	x := newIndex(bytes.Count(data, []byte{'\n'}), len(data))
@@ -186,7 +186,7 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 		line, rest, complete := bytes.Cut(data[offset:], []byte{'\n'})
 		var err error
 		switch {
-		case !complete && isTorn(line, complete, lineNo, true):
+		case !complete && isTorn(line, complete, lineNo, nil):
 			// Even a record that parses is dropped without its newline: its
 			// write never finished, so it was never acknowledged.
 			err = errors.New("torn")
@@ -201,14 +201,14 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 			}
 		}
 		if err != nil {
-			if !isTorn(line, complete, lineNo, len(rest) == 0) {
+			if !isTorn(line, complete, lineNo, rest) {
 				if lineNo == 1 { // a header refused is not damage: say only what is wrong
 					return nil, fmt.Errorf("%s:1: %v; the file was left as it is", j.path, err)
 				}
 				return nil, fmt.Errorf("%s:%d: %v; the file is damaged and was left as it is: repair or restore it", j.path, lineNo, err)
 			}
 			if j.readOnly {
-				log.Warn("journal: a torn last line is left out; the file is left as it is", "path", j.path, "line", lineNo)
+				log.Warn("journal: a torn end (the last write, cut short by a crash) is left out; the file is left as it is", "path", j.path, "line", lineNo)
 				break
 			}
 			if err := j.dropTornTail(data[offset:], int64(offset), lineNo, log); err != nil {
@@ -223,12 +223,10 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 	if len(collisions) > 0 {
 		warnCollisions(x, j.path, collisions, log)
 	}
-	// Known only now: a journal that fails to replay is closed as it is,
-	// its zeros left.
-	j.end = fileLen
 	if j.readOnly {
 		// Read as it is: no header written, none rewritten.
 	} else if j.size == 0 {
+		// Any zeros the file holds are written over from 0.
 		if err := j.append([]byte(journalHeader + "\n")); err != nil {
 			return nil, fmt.Errorf("writing the header of %s: %w", j.path, err)
 		}
@@ -239,6 +237,9 @@ func (j *journal) replay(data []byte, keys *idempotencyTable, log *slog.Logger) 
 		log.Info("journal: header rewritten to the format version this petstore writes; an older petstore no longer reads this file",
 			"path", j.path, "from", version.version, "to", journalVersion)
 	}
+	// Known only now: a journal that fails to open is closed as it is,
+	// its zeros left.
+	j.end = max(j.end, fileLen)
 	x.publish()
 	return x, nil
 }
@@ -261,12 +262,17 @@ func (j *journal) upgradeHeader(h header) error {
 	return f.Sync()
 }
 
-// isTorn reports whether a line that failed to parse is what a crash leaves
-// when it cuts a write short: the last line, without its newline or with a
-// block of zeros where data was due. A first line must also be a prefix of
-// a header some petstore wrote (of any version this one reads), so a file
-// that is not a journal is never cut.
-func isTorn(line []byte, complete bool, lineNo int, last bool) bool {
+// isTorn reports whether a line that failed to parse, followed by rest, is
+// what a crash leaves when it cuts the last write short: the last line
+// without its newline; or a line of the last batch with zeros where data
+// was due. Lines are written over zeros in one write per batch, and a
+// crash can keep a later page of that write but not an earlier one (and
+// a copy made meanwhile can read them so): acknowledged lines never hold a
+// zero byte, so the line that holds one and every line after it were
+// never acknowledged, as long as no more than a batch follows it. A first
+// line must also be a prefix of a header some petstore wrote (of any
+// version this one reads), so a file that is not a journal is never cut.
+func isTorn(line []byte, complete bool, lineNo int, rest []byte) bool {
 	if lineNo == 1 {
 		if complete {
 			return false
@@ -278,7 +284,10 @@ func isTorn(line []byte, complete bool, lineNo int, last bool) bool {
 		}
 		return false
 	}
-	return last && (!complete || bytes.IndexByte(line, 0) >= 0)
+	if !complete {
+		return true // the last line: nothing follows it
+	}
+	return bytes.IndexByte(line, 0) >= 0 && bytes.Count(rest, []byte{'\n'}) < maxBatch
 }
 
 // dropTornTail sets aside tail, the torn last line that starts at offset, in
@@ -581,13 +590,14 @@ func (j *journal) append(records []byte) error {
 //
 // A line written over such zeros needs only fdatasync: the file's length
 // and its blocks are on disk already, so no metadata has to follow the
-// data. A line that lengthens the file needs fsync, which writes the
-// inode too, and a line that reaches blocks given ahead but never written
-// (fallocate) needs their conversion written. With a create's few dozen
+// data. A line that lengthens the file makes its sync write the inode
+// too, and a line that reaches blocks given ahead but never written
+// (fallocate) makes it write their conversion. With a create's few dozen
 // bytes that is most of what a write costs (see README, Performance).
 // Where the zeros cannot be written (a full disk) the journal goes
-// without, with fsync: the next try is reserveAhead bytes later, and the
-// write itself reports what matters.
+// without: lines lengthen the file, and fdatasync writes its new length
+// too. The next try is reserveAhead bytes later, and the write itself
+// reports what matters.
 func (j *journal) reserve(n int64) {
 	if j.size+n <= j.end || j.size+n <= j.nextFill {
 		return
@@ -619,12 +629,17 @@ func zeroFill(f *os.File, from, to int64) error {
 // close closes the file, cutting off the zeros reserved ahead of its last
 // line: a journal closed cleanly is JSON Lines and nothing else.
 func (j *journal) close() error {
-	if !j.readOnly && !j.broken && j.end > j.size {
-		if err := j.f.Truncate(j.size); err != nil {
-			j.f.Close()
-			return fmt.Errorf("cutting the space reserved at the end of %s: %w", j.path, err)
+	// end is set once the journal opened: one that did not is left as it
+	// is. The file's own length is asked, not end: a fill that failed may
+	// have left zeros past end that it could not cut.
+	if !j.readOnly && !j.broken && j.end > 0 {
+		info, err := j.f.Stat()
+		if err == nil && info.Size() != j.size {
+			if err = j.f.Truncate(j.size); err == nil {
+				err = j.f.Sync()
+			}
 		}
-		if err := j.f.Sync(); err != nil {
+		if err != nil {
 			j.f.Close()
 			return fmt.Errorf("cutting the space reserved at the end of %s: %w", j.path, err)
 		}

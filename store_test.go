@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,10 +116,15 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
 	for _, tc := range []struct {
 		name, tail string
+		torn       string // what .torn gets, when not tail
 	}{
-		{"no newline", `{"id":3,"name":"hams`},
-		{"zeros", "{\"id\":3,\x00\x00\x00\x00\n"},
-		{"only a newline missing", `{"id":3,"name":"hamster"}`},
+		{"no newline", `{"id":3,"name":"hams`, ""},
+		{"zeros", "{\"id\":3,\x00\x00\x00\x00\n", ""},
+		{"only a newline missing", `{"id":3,"name":"hamster"}`, ""},
+		// The last batch written over zeros, of which a crash kept a
+		// later page and not an earlier one: lines after the hole go too.
+		{"zeros, then lines", "{\"id\":3,\"na\x00\x00\x00\x00\n{\"id\":4,\"name\":\"ferret\"}\n", ""},
+		{"zeros, then lines, then the space ahead", "{\"id\":3,\x00\x00\n{\"id\":4,\"name\":\"ferret\"}\n\x00\x00\x00", "{\"id\":3,\x00\x00\n{\"id\":4,\"name\":\"ferret\"}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
@@ -137,8 +143,12 @@ func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
 			if data, _ := os.ReadFile(path); !bytes.Equal(data, good) {
 				t.Errorf("journal not truncated to its good prefix:\ngot  %q\nwant %q", data, good)
 			}
-			if torn, _ := os.ReadFile(path + ".torn"); string(torn) != tc.tail {
-				t.Errorf(".torn file: got %q, want the dropped tail %q", torn, tc.tail)
+			want := tc.torn
+			if want == "" {
+				want = tc.tail
+			}
+			if torn, _ := os.ReadFile(path + ".torn"); string(torn) != want {
+				t.Errorf(".torn file: got %q, want the dropped tail %q", torn, want)
 			}
 			if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), `"line":4`) {
 				t.Errorf("want a warning naming line 4, logs: %s", logs)
@@ -147,6 +157,30 @@ func TestJournalTornTailIsDroppedAndTruncated(t *testing.T) {
 				t.Errorf("next id: got %d, want 3", c.id)
 			}
 		})
+	}
+}
+
+// Zeros in a line with more than a batch of lines after it are not a torn
+// last write: they are damage, and the file is left as it is.
+func TestJournalZerosBeforeTheLastBatchAreDamage(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	var b strings.Builder
+	b.WriteString(journalHeader + "\n" + `{"id":1,"name":"dog"}` + "\n" + "{\"id\":2,\x00\x00\n")
+	for id := 3; id < 3+maxBatch; id++ {
+		fmt.Fprintf(&b, `{"id":%d,"name":"c%d"}`+"\n", id, id)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openStore(path, storeOptions{}); err == nil || !strings.Contains(err.Error(), path+":3: ") || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("open: %v, want line 3 named as damaged", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != b.String() {
+		t.Error("a journal refused was changed")
+	}
+	if _, err := os.Stat(path + ".torn"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".torn: %v, want none", err)
 	}
 }
 

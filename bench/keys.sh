@@ -13,10 +13,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-12}
 OUT=bench/out
 mkdir -p "$OUT"
-BIN=$(go env GOBIN)
-BIN=${BIN:-$(go env GOPATH)/bin}
-BENCHSTAT=$(command -v benchstat || echo "$BIN/benchstat")
-[ -x "$BENCHSTAT" ] || go install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT=$(bench/benchstat.sh)
 go test -c -o "$OUT/petstore.test" .
 run() {
 	"$OUT/petstore.test" -test.run '^$' -test.benchtime 1s \
