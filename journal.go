@@ -55,7 +55,7 @@ type journal struct {
 	f        *os.File
 	path     string
 	readOnly bool  // -export and -import: read, never change the file
-	size     int64 // length of the good, fsynced lines: where the next ones go
+	size     int64 // length of the good, synced lines: where the next ones go
 	broken   bool  // a failed write could not be undone: nothing more may be appended
 	syncs    int   // syncs of appends, for tests of group commit
 

@@ -190,7 +190,7 @@ func appendRecord(dst []byte, req *createRequest) []byte {
 // short whatever the key's length, and no client's key text on disk. The
 // request is not written: the category on the same line is the validated
 // request, which a retry is compared with (replayOrRefuse). Every byte
-// counts: the journal write and fsync of a batch is what durable creates
+// counts: the journal write and sync of a batch is what durable creates
 // wait for.
 func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {
 	dst = append(dst, `,"idempotency":["`...)

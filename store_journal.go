@@ -9,8 +9,8 @@ import (
 
 // journalStore keeps categories in a journal file (see journal.go) and in
 // memory. It is safe for concurrent use. Create returns only after the
-// category's record is written and fsynced; creates that arrive while a
-// write is under way share the next write and fsync (group commit).
+// category's record is written and synced; creates that arrive while a
+// write is under way share the next write and sync (group commit).
 type journalStore struct {
 	idx  *index // written by the group writer's goroutine only
 	j    *journal
@@ -29,7 +29,7 @@ type journalStore struct {
 	records []byte
 }
 
-// maxBatch bounds how many creates share one journal write and fsync.
+// maxBatch bounds how many creates share one journal write and sync.
 const maxBatch = 1024
 
 // openJournalStore opens the journal at path and replays it.

@@ -7,7 +7,7 @@ import (
 
 // groupWriter is group commit: one goroutine takes every create that is
 // waiting and hands them to commit together, so that concurrent creates
-// share one durable write (a journal write and fsync, or one etcd txn).
+// share one durable write (a journal write and sync, or one etcd txn).
 // Creates that arrive while a commit runs wait for the next one.
 type groupWriter struct {
 	queue    chan *createRequest
@@ -54,7 +54,7 @@ func (w *groupWriter) loop() {
 	for req := range w.queue {
 		// The creates the last commit answered were made runnable on
 		// this goroutine's processor. Left there, most would wait out
-		// the next write and fsync: a goroutine in a system call keeps
+		// the next write and sync: a goroutine in a system call keeps
 		// its processor until the runtime takes it back (tens of µs), so
 		// their answers would be late and their next creates would miss
 		// this batch for the one after. Yielding first lets them answer
