@@ -63,3 +63,42 @@ func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 		})
 	}
 }
+
+// The HTTP/2 connection preface is a request line net/http hands to petstore
+// (method PRI, path *) rather than answering it itself, so it gets an Error
+// body; README says so beside the list above.
+func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
+	t.Parallel()
+	svc := startRun(t, baseEnv(memoryPath))
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "`PRI * HTTP/2.0`") {
+		t.Errorf("README does not say what the HTTP/2 preface gets")
+	}
+	conn, err := net.DialTimeout("tcp", svc.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status: got %d, want 404; body %s", resp.StatusCode, body)
+	}
+	if eb, ok := checkErrorBody(t, resp.StatusCode, resp.Header, body); ok && eb.Code != "not_found" {
+		t.Errorf("code: got %q, want not_found", eb.Code)
+	}
+}
