@@ -6,17 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
 
-// slogLine is what slog.NewJSONHandler writes for l.
+// slogLine is what a logger of newJSONLogger writes for l.
 func slogLine(t testing.TB, l accessLine) string {
 	t.Helper()
 	var buf bytes.Buffer
 	record := slog.NewRecord(l.time, slog.LevelInfo, "request", 0)
 	record.AddAttrs(l.attrs()...)
-	if err := slog.NewJSONHandler(&buf, nil).Handle(context.Background(), record); err != nil {
+	if err := slog.NewJSONHandler(logEscaper{&buf}, nil).Handle(context.Background(), record); err != nil {
 		t.Fatalf("slog: %v", err)
 	}
 	return buf.String()
@@ -40,6 +41,10 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		{"control characters", func(l *accessLine) { l.path = "/a\x00b\x08c\x0cd\ne\rf\tg\x1f\x7f" }},
 		{"quotes and backslashes", func(l *accessLine) { l.err = `say "hi" \ bye` }},
 		{"line separators", func(l *accessLine) { l.path = "/x\u2028y\u2029z" }},
+		{"DEL and C1 controls", func(l *accessLine) { l.path = "/a\x7fb\u0080c\u0085d\u009f" }},
+		{"bidirectional controls", func(l *accessLine) {
+			l.path, l.err = "/\u202eab\u2066c\u2069\u200e\u200f\u061c", "not_found: no such path: /\u202eab"
+		}},
 		{"invalid UTF-8", func(l *accessLine) { l.path = "/\xff\xfe/é/\xc3" }},
 		{"non-ASCII", func(l *accessLine) { l.path = "/v1/catégories/日本/🐈" }},
 		{"zero duration", func(l *accessLine) { l.duration = 0 }},
@@ -73,6 +78,7 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 func FuzzAccessLine(f *testing.F) {
 	f.Add("GET", "GET /v1/categories", "/v1/categories", "id-1", "", 200, int64(12), int64(11), int64(1763798680675450441))
 	f.Add("POST", "", "/\xff<&>\u2028", "", "conflict: \"x\"", 409, int64(0), int64(0), int64(0))
+	f.Add("GET", "", "/\u202e\x7f\u0085", "", "x\u2066\u009b", 404, int64(0), int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, method, route, path, requestID, errText string, status int, bytes, micros, nanos int64) {
 		l := accessLine{
 			time: time.Unix(0, nanos).UTC(), method: method, route: route, path: path,
@@ -84,8 +90,12 @@ func FuzzAccessLine(f *testing.F) {
 		if y := l.time.Year(); y < 0 || y >= 10000 {
 			t.Skip("slog refuses years outside 0..9999; a request's time is now")
 		}
-		if got, want := string(l.appendJSON(nil)), slogLine(t, l); got != want {
+		got := string(l.appendJSON(nil))
+		if want := slogLine(t, l); got != want {
 			t.Errorf("access line differs from slog's:\n got %q\nwant %q", got, want)
+		}
+		if strings.ContainsFunc(got, isHiddenControl) {
+			t.Errorf("access line holds a control or bidirectional control raw: %q", got)
 		}
 	})
 }

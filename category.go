@@ -15,7 +15,7 @@ const (
 )
 
 // NewCategory is the request body of createCategory, validated: Name is
-// trimmed and follows checkName, Description follows checkCodePoints.
+// trimmed and follows checkName, Description follows checkDescription.
 type NewCategory struct {
 	Name           string
 	Description    string
@@ -146,7 +146,7 @@ func parseNewCategory(members []member) (NewCategory, error) {
 				msg = fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)
 			}
 			if msg == "" {
-				msg = checkCodePoints("description", desc)
+				msg = checkDescription(desc)
 			}
 			if msg != "" {
 				fields = append(fields, problem{codeInvalidField, msg})
@@ -182,15 +182,26 @@ func decodeText(field string, v []byte) (string, string) {
 }
 
 // Blank look-alikes: letters and symbols that print as nothing, which do not
-// make a name visible (decisions.md, "Hardening").
+// make a name visible (README, "Categories").
 var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 
 // checkName returns what is wrong with a trimmed name, or "". A name must be
 // visible and stable: its characters assigned in the build's Unicode tables
 // (so a newer Go cannot fold it differently than the one that stored it),
-// with no control or bidirectional control characters, and at least one
-// character that is not a blank look-alike.
+// with no control, bidirectional control or line separator characters, no
+// invisible (default-ignorable) ones outside the places where they shape
+// what is shown (see ignorableAllowed), and at least one character that is
+// not a blank look-alike. These rules are for requests: replay keeps every
+// name an earlier version stored (see replayRecord).
 func checkName(name string) string {
+	if isPrintableASCII(name) && len(name) <= maxNameLen {
+		// Every printable ASCII character but the space is visible, and a
+		// trimmed name does not start with a space.
+		if name == "" {
+			return "name must not be empty or only white space"
+		}
+		return ""
+	}
 	n := utf8.RuneCountInString(name)
 	switch {
 	case n == 0:
@@ -199,26 +210,106 @@ func checkName(name string) string {
 		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", maxNameLen, n)
 	}
 	visible := false
-	for _, r := range name {
-		switch {
-		case unicode.IsControl(r):
-			return "name must not contain control characters, found " + codePoint(r)
-		case isBidiControl(r):
-			// They reorder what is displayed around them: two names
-			// that look alike could differ, or a name could spoof text.
-			return "name must not contain bidirectional control characters, found " + codePoint(r)
-		}
-		if msg := checkCodePoint("name", r); msg != "" {
+	prev := rune(-1)  // the character before r, -1 at the start
+	joinable := false // prev is a visible character, or a mark or selector that belongs to one
+	for i, r := range name {
+		if msg := checkNameRune(name, i, r, prev, joinable); msg != "" {
 			return msg
 		}
-		if !visible && unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !isBlankLookAlike(r) {
-			visible = true
-		}
+		v := isVisible(r)
+		visible = visible || v
+		joinable = v || joinable && (unicode.Is(unicode.M, r) || isEmojiSelector(r))
+		prev = r
 	}
 	if !visible {
 		return "name must contain at least one visible character (a letter, digit, punctuation or symbol), got only " + codePoints(name)
 	}
 	return ""
+}
+
+// checkNameRune returns what is wrong with r, the character of name at byte
+// i, after prev, or "".
+func checkNameRune(name string, i int, r, prev rune, joinable bool) string {
+	switch {
+	case unicode.IsControl(r):
+		return "name must not contain control characters, found " + codePoint(r)
+	case isBidiControl(r):
+		// They reorder what is displayed around them: two names
+		// that look alike could differ, or a name could spoof text.
+		return "name must not contain bidirectional control characters, found " + codePoint(r)
+	case r == '\u2028' || r == '\u2029':
+		return "name must not contain line or paragraph separators, found " + codePoint(r)
+	}
+	if msg := checkCodePoint("name", r); msg != "" {
+		return msg
+	}
+	if isDefaultIgnorable(r) && !ignorableAllowed(name, i, r, prev, joinable) {
+		// Invisible: "dog" with one inside would look like "dog" and
+		// pass as another name.
+		return "name must not contain invisible (default-ignorable) characters, found " + codePoint(r) +
+			"; ZWJ and ZWNJ only between two visible characters, U+FE0E and U+FE0F only right after a symbol"
+	}
+	return ""
+}
+
+// ignorableAllowed reports whether the default-ignorable r at byte i of name
+// is one of those that change how visible neighbours are shown: ZWJ and ZWNJ
+// between two visible characters (emoji sequences, the joining of Arabic or
+// Indic letters), where a visible character keeps its combining marks and
+// presentation selector; U+FE0E and U+FE0F right after a symbol (text or
+// emoji presentation).
+func ignorableAllowed(name string, i int, r, prev rune, joinable bool) bool {
+	switch r {
+	case '\u200C', '\u200D':
+		next, size := utf8.DecodeRuneInString(name[i+utf8.RuneLen(r):])
+		return joinable && size > 0 && isVisible(next)
+	case '\uFE0E', '\uFE0F':
+		return prev >= 0 && unicode.IsSymbol(prev) && isVisible(prev)
+	}
+	return false
+}
+
+// isVisible reports whether r is a visible character: a letter, digit,
+// punctuation or symbol that does not print as nothing.
+func isVisible(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '!' <= r && r <= '~'
+	}
+	return unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !isBlankLookAlike(r) && !isDefaultIgnorable(r)
+}
+
+func isEmojiSelector(r rune) bool { return r == '\uFE0E' || r == '\uFE0F' }
+
+// defaultIgnorables are the default-ignorable code points that names refuse
+// (README, "Categories"): characters that display as nothing.
+var defaultIgnorables = [...][2]rune{
+	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
+	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x2060, 0x206F}, {0x3164, 0x3164}, {0xFE00, 0xFE0F},
+	{0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+	{0xE0000, 0xE0FFF},
+}
+
+func isDefaultIgnorable(r rune) bool {
+	if r < 0x00AD {
+		return false
+	}
+	for _, rg := range defaultIgnorables {
+		if r <= rg[1] {
+			return r >= rg[0]
+		}
+	}
+	return false
+}
+
+// isPrintableASCII reports whether s is only printable ASCII (space to ~):
+// the common case, which needs no look-up in Unicode tables.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // codePoints names the characters of s as U+XXXX, the first few of them:
@@ -241,11 +332,30 @@ func codePoints(s string) string {
 	return b.String()
 }
 
-// checkCodePoints returns what is wrong with the characters of field's
-// value s (see checkCodePoint), or "".
-func checkCodePoints(field, s string) string {
-	for _, r := range s {
-		if msg := checkCodePoint(field, r); msg != "" {
+// checkDescription returns what is wrong with the characters of a
+// description, or "": no control characters but tab, line feed and carriage
+// return (others can rewrite the terminal or log that shows the text), no
+// bidirectional controls, and what checkCodePoint refuses. These rules are
+// for requests: replay keeps every description an earlier version stored.
+func checkDescription(desc string) string {
+	plain := true
+	for i := 0; i < len(desc); i++ {
+		if c := desc[i]; (c < ' ' && c != '\t' && c != '\n' && c != '\r') || c > '~' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return ""
+	}
+	for _, r := range desc {
+		switch {
+		case unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r':
+			return "description must not contain control characters other than tab, line feed and carriage return, found " + codePoint(r)
+		case isBidiControl(r):
+			return "description must not contain bidirectional control characters, found " + codePoint(r)
+		}
+		if msg := checkCodePoint("description", r); msg != "" {
 			return msg
 		}
 	}
@@ -312,7 +422,11 @@ func unknownFieldMessage(name string) string {
 }
 
 // foldName returns the key under which name is unique: two names that
-// strings.EqualFold considers equal have the same key.
+// strings.EqualFold considers equal have the same key, and so have two that
+// differ only where one has a fullwidth form (U+FF01 to U+FF5E) and the
+// other the ASCII character it stands for ("ｄｏｇ" is "dog"). It is the key
+// of every store, so a change to it changes which names collide: replay
+// keeps both of two stored names that now collide (see replayRecord).
 func foldName(name string) string {
 	ascii := true
 	for i := 0; i < len(name); i++ {
@@ -328,6 +442,9 @@ func foldName(name string) string {
 	// equivalence strings.EqualFold uses): the lower case of its smallest
 	// member, which agrees with the ASCII path above.
 	return strings.Map(func(r rune) rune {
+		if 0xFF01 <= r && r <= 0xFF5E {
+			r -= 0xFF01 - '!'
+		}
 		least := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			least = min(least, f)

@@ -100,7 +100,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 const maxErrorText = 4 << 10
 
 // appendErrorBody appends the Error body, at most maxErrorText bytes: a longer
-// message is cut, on a character boundary, and ends with "…".
+// message is cut, on a character boundary, and ends with "…". Control and
+// bidirectional characters in the message, which can only come from what a
+// client sent, show as U+XXXX (see showControls).
 func appendErrorBody(dst []byte, code, message string, status int) []byte {
 	start := len(dst)
 	dst = append(dst, `{"code":`...)
@@ -109,7 +111,7 @@ func appendErrorBody(dst []byte, code, message string, status int) []byte {
 	var tail [24]byte
 	end := strconv.AppendInt(append(tail[:0], `,"status":`...), int64(status), 10)
 	end = append(end, '}')
-	dst = appendJSONString(dst, cutQuoted(message, maxErrorText-(len(dst)-start)-len(end), false))
+	dst = appendJSONString(dst, cutQuoted(showControls(message), maxErrorText-(len(dst)-start)-len(end), false))
 	return append(dst, end...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,6 +92,25 @@ var createBodySeeds = []string{
 	`{"name":"a","description":"\ufdef"}`,
 	`{"name":"a","description":"\ua7cb"}`,
 	`{"name":"a","description":"\u202e\u200b"}`,
+	`{"name":"a","description":"\u200b\u00ad\u2028x\t\r\n"}`,
+	`{"name":"a","description":"x\u0000"}`,
+	`{"name":"a","description":"x\u0085\u007f"}`,
+	// Look-alikes of an accepted name: invisible characters, separators
+	// and fullwidth forms; and the joiners and selectors that are fine.
+	`{"name":"do\u200bg"}`,
+	`{"name":"dog\ufeff"}`,
+	`{"name":"do\u00adg"}`,
+	`{"name":"\u200fdog"}`,
+	`{"name":"a\u2029b"}`,
+	`{"name":"ｄｏｇ"}`,
+	`{"name":"Ｄog！"}`,
+	`{"name":"\ud83d\udc15\u200d\ud83e\uddba"}`,
+	`{"name":"\ud83c\udff3\ufe0f\u200d\ud83c\udf08"}`,
+	`{"name":"\u2764\ufe0f"}`,
+	`{"name":"#\ufe0f"}`,
+	`{"name":"a\u0301\u200db"}`,
+	`{"name":"a\u200d"}`,
+	`{"name":"x\udb40\udc20"}`,
 	// Nested values.
 	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
 	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
@@ -248,7 +268,7 @@ func judgeCreateBody(body []byte) createVerdict {
 		// null is not a string: an optional member is left out, not nulled.
 		desc = new(string)
 		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || hasLoneSurrogate(raw) ||
-			utf8.RuneCountInString(*desc) > maxDescriptionLen || strings.ContainsFunc(*desc, func(r rune) bool { return !stableRune(r) }) {
+			utf8.RuneCountInString(*desc) > maxDescriptionLen || strings.ContainsFunc(*desc, badDescriptionRune) {
 			v.codes[codeInvalidField] = true
 			fieldProblems++
 			v.mentions = append(v.mentions, "description")
@@ -321,23 +341,96 @@ func stableRune(r rune) bool {
 	return false
 }
 
+// badDescriptionRune reports whether a description may not hold r.
+func badDescriptionRune(r rune) bool {
+	bidi := r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
+	return !stableRune(r) || bidi || unicode.IsControl(r) && !strings.ContainsRune("\t\n\r", r)
+}
+
+// contractIgnorables are the default-ignorable code points that the
+// decisions refuse in names, as they list them.
+var contractIgnorables = [][2]rune{
+	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
+	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x2060, 0x206F}, {0x3164, 0x3164}, {0xFE00, 0xFE0F},
+	{0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+	{0xE0000, 0xE0FFF},
+}
+
+func contractIgnorable(r rune) bool {
+	for _, rg := range contractIgnorables {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// visibleRune: a letter, digit, punctuation or symbol that is not a blank
+// look-alike.
+func visibleRune(r rune) bool {
+	blank := r == 0x115F || r == 0x1160 || r == 0x3164 || r == 0xFFA0 || r == 0x2800
+	return !blank && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsPunct(r) || unicode.IsSymbol(r))
+}
+
 // validName reports whether a trimmed name follows the decisions' rules.
 func validName(name string) bool {
-	if n := utf8.RuneCountInString(name); n < 1 || n > maxNameLen {
+	runes := []rune(name)
+	if n := len(runes); n < 1 || n > maxNameLen {
 		return false
 	}
+	visibleAt := func(i int) bool { return i >= 0 && i < len(runes) && visibleRune(runes[i]) }
 	visible := false
-	for _, r := range name {
+	for i, r := range runes {
 		bidi := r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
-		if unicode.IsControl(r) || bidi || !stableRune(r) {
+		if unicode.IsControl(r) || bidi || !stableRune(r) || r == 0x2028 || r == 0x2029 {
 			return false
 		}
-		blank := r == 0x115F || r == 0x1160 || r == 0x3164 || r == 0xFFA0 || r == 0x2800
-		if !blank && (unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsPunct(r) || unicode.IsSymbol(r)) {
-			visible = true
+		switch {
+		case !contractIgnorable(r):
+		case r == 0x200C || r == 0x200D:
+			// Between two visible characters; the one before keeps its
+			// marks and presentation selector.
+			j := i - 1
+			for j >= 0 && (unicode.In(runes[j], unicode.Mn, unicode.Mc, unicode.Me) || runes[j] == 0xFE0E || runes[j] == 0xFE0F) {
+				j--
+			}
+			if !visibleAt(j) || !visibleAt(i+1) {
+				return false
+			}
+		case r == 0xFE0E || r == 0xFE0F:
+			if !visibleAt(i-1) || !unicode.IsSymbol(runes[i-1]) {
+				return false
+			}
+		default:
+			return false
 		}
+		visible = visible || visibleRune(r)
 	}
 	return visible
+}
+
+// sameName reports whether the decisions make a and b the same name: equal
+// ignoring case once fullwidth forms are the ASCII characters they stand for.
+func sameName(a, b string) bool { return strings.EqualFold(narrow(a), narrow(b)) }
+
+// narrow maps the fullwidth forms U+FF01 to U+FF5E to ASCII.
+func narrow(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 0xFF01 && r <= 0xFF5E {
+			return r - 0xFEE0
+		}
+		return r
+	}, s)
+}
+
+// widen maps ASCII ! to ~ to their fullwidth forms.
+func widen(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '!' && r <= '~' {
+			return r + 0xFEE0
+		}
+		return r
+	}, s)
 }
 
 // isPlainWord reports whether s is short and plain enough that a message
@@ -494,27 +587,79 @@ func checkCreateBody(t *testing.T, env *testEnv, store *freshStore, body []byte)
 		t.Errorf("201 body %s does not encode the name as encoding/json does: %s", created, nameJSON)
 	}
 
-	// The same name again, and in other cases, is a conflict whenever
-	// strings.EqualFold says the names are equal.
-	// Two spellings cover it, cheaply (every input pays for them): another
-	// case, and the other case with white space around it.
-	for _, other := range []string{strings.ToUpper(want.name), " " + strings.ToLower(want.name) + " "} {
-		if !strings.EqualFold(strings.TrimSpace(other), want.name) {
+	// Look-alikes of the accepted name, three spellings (every input pays
+	// for them): another case; the other case in fullwidth forms, with
+	// white space around it; and the name with a character inserted that
+	// the decisions refuse in names or allow only in places.
+	inserted, ins := insertLookAlike(want.name, body)
+	stored := 1
+	for i, other := range []string{strings.ToUpper(want.name), " " + widen(strings.ToLower(want.name)) + " ", inserted} {
+		if checkLookAlike(t, env, want.name, other, i == 2) != http.StatusCreated {
 			continue
 		}
-		dupBody, _ := json.Marshal(map[string]string{"name": other})
-		dup := env.do(t, request{method: "POST", path: "/v1/categories", body: string(dupBody)})
-		if dup.Code != http.StatusConflict {
-			t.Errorf("create %s after creating %q: got %d %s, want 409", dupBody, want.name, dup.Code, dup.Body)
-			continue
-		}
-		if eb, ok := checkErrorAnswer(t, dup); ok && eb.Code != codeConflict {
-			t.Errorf("create %s: code: got %q, want conflict", dupBody, eb.Code)
+		stored++
+		// A new name, not a look-alike: an inserted character makes one
+		// only where the decisions allow it.
+		if ins != 0x200C && ins != 0x200D && ins != 0xFE0E && ins != 0xFE0F {
+			t.Errorf("create %q (%q with %U inserted) after creating %q: got 201, want 400 or 409", inserted, want.name, ins, want.name)
 		}
 	}
-	if n := snapshotOf(t, env.store).Len(); n != 1 {
-		t.Errorf("store holds %d categories, want 1", n)
+	if n := snapshotOf(t, env.store).Len(); n != stored {
+		t.Errorf("store holds %d categories, want %d", n, stored)
 	}
+}
+
+// lookAlikeInserts are the characters insertLookAlike inserts: the bounds of
+// each range of default-ignorable code points, the separators and the
+// bidirectional controls.
+var lookAlikeInserts = func() []rune {
+	rs := []rune{0x2028, 0x2029, 0x202A, 0x202E, 0x2066, 0x2069, 0x200C, 0x200D, 0xFE0E, 0xFE0F}
+	for _, rg := range contractIgnorables {
+		rs = append(rs, rg[0], rg[1])
+	}
+	return rs
+}()
+
+// insertLookAlike inserts one of lookAlikeInserts into name, both chosen by
+// a hash of the input, so that a failure reproduces from it.
+func insertLookAlike(name string, input []byte) (string, rune) {
+	h := fnv.New32a()
+	h.Write(input)
+	sum := h.Sum32()
+	r := lookAlikeInserts[sum%uint32(len(lookAlikeInserts))]
+	runes := []rune(name)
+	at := int(sum>>8) % (len(runes) + 1)
+	return string(runes[:at]) + string(r) + string(runes[at:]), r
+}
+
+// checkLookAlike creates other after name was created, and checks the
+// answer: 400 when the decisions refuse other, 409 when they make it the
+// same name as name, and 201 (a new name) otherwise. A spelling that is
+// not a look-alike is only sent when always is set. It returns the status.
+func checkLookAlike(t *testing.T, env *testEnv, name, other string, always bool) int {
+	t.Helper()
+	trimmed := strings.TrimSpace(other)
+	want := http.StatusCreated
+	switch {
+	case !validName(trimmed):
+		want = http.StatusBadRequest
+	case sameName(trimmed, name):
+		want = http.StatusConflict
+	case !always:
+		return 0
+	}
+	body, _ := json.Marshal(map[string]string{"name": other})
+	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
+	if rec.Code != want {
+		t.Errorf("create %s after creating %q: got %d %s, want %d", body, name, rec.Code, rec.Body, want)
+		return rec.Code
+	}
+	if want != http.StatusCreated {
+		if eb, ok := checkErrorAnswer(t, rec); ok && eb.Code != map[int]string{400: codeInvalidField, 409: codeConflict}[want] {
+			t.Errorf("create %s: code: got %q", body, eb.Code)
+		}
+	}
+	return rec.Code
 }
 
 func FuzzAppendJSONString(f *testing.F) {

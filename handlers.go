@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 var listCacheControl = []string{"private, no-cache"}
@@ -106,7 +107,7 @@ func handleCategoryGet(store Store) http.Handler {
 		raw := r.PathValue("id")
 		id, ok := parseID(raw)
 		if !ok {
-			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", truncate(raw, 40)))
+			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", showControls(truncate(raw, 40))))
 			return
 		}
 		body, err := store.Get(r.Context(), id)
@@ -148,6 +149,9 @@ func handleHealth(store Store) http.Handler {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) { // cut between characters
+		n--
 	}
 	return s[:n] + "…"
 }

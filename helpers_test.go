@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,7 +77,7 @@ func withRoute(rt route) testOption {
 // withLogTo sends every log line to w instead of testEnv.logs; w must be
 // safe for concurrent use.
 func withLogTo(w io.Writer) testOption {
-	return func(d *deps, _ *[]route) { d.log, d.access = slog.New(slog.NewJSONHandler(w, nil)), w }
+	return func(d *deps, _ *[]route) { d.log, d.access = newJSONLogger(w), w }
 }
 
 // withAccessLogTo sends the access log lines of answers below 500 to w,
@@ -104,7 +103,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	d := deps{
 		store:  newMemoryStore(storeOptions{}),
 		keys:   newKeyring([]string{testKey, testKey2}),
-		log:    slog.New(slog.NewJSONHandler(logs, nil)),
+		log:    newJSONLogger(logs),
 		access: logs,
 		now:    time.Now,
 		pets:   cfg.pets,

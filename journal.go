@@ -544,7 +544,7 @@ func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
 		}
 		name := x.nameAt(i)
 		f := first[foldName(name)]
-		log.Warn("journal: two names are equal ignoring case under this build's case folding (a newer Go can fold differently from the one that wrote them); both are kept, and a new create of either is refused",
+		log.Warn("journal: two names are equal under this build's comparison of names (the case folding of its Unicode tables, fullwidth forms as ASCII), which the build that wrote them did not make; both are kept, and a new create of either is refused",
 			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
 			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(x.nameAt(f)))
 	}

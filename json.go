@@ -19,9 +19,11 @@ const hexDigits = "0123456789abcdef"
 // writes it: HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 replaced.
 func appendJSONString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
 
-// appendLogString appends s as a JSON string, byte for byte as slog's
-// JSONHandler writes it: like json.Marshal, except that <, > and & are not
-// escaped, and \b and \f are written as \u0008 and \u000c.
+// appendLogString appends s as a JSON string, byte for byte as the
+// loggers of newJSONLogger write it: like json.Marshal, except that <, > and
+// & are not escaped, \b and \f are written as \u0008 and \u000c (slog's
+// JSONHandler), and DEL, the C1 controls and the bidirectional controls as
+// \uXXXX (logEscaper).
 func appendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
 
 func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
@@ -30,7 +32,7 @@ func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (slogStyle || b != '<' && b != '>' && b != '&') {
+			if b >= 0x20 && b != '"' && b != '\\' && (slogStyle && b != 0x7F || !slogStyle && b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
@@ -63,9 +65,9 @@ func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
+		if r == '\u2028' || r == '\u2029' || slogStyle && isHiddenControl(r) {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			dst = appendUnicodeEscape(dst, r)
 			i += size
 			start = i
 			continue
@@ -303,14 +305,15 @@ func duplicateMember(members []member) (string, bool) {
 }
 
 // quoteMemberName quotes a member name taken from a request for a message:
-// Go-escaped, so that invisible characters show as escapes, and cut after 64
-// characters, so that the message stays short.
+// control characters as U+XXXX and other invisible characters Go-escaped, so
+// that they show, and cut after 64 characters, so that the message stays
+// short.
 func quoteMemberName(name string) string {
 	const maxShown = 64
 	if utf8.RuneCountInString(name) > maxShown {
 		name = string([]rune(name)[:maxShown]) + "…"
 	}
-	return strconv.Quote(name)
+	return strconv.Quote(showControls(name))
 }
 
 // cutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)

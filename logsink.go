@@ -57,7 +57,7 @@ const (
 // bytes while w does not take them.
 func newLogSink(w io.Writer, limit int, delay time.Duration) *logSink {
 	s := &logSink{
-		w: w, warn: slog.New(slog.NewJSONHandler(w, nil)),
+		w: w, warn: newJSONLogger(w),
 		limit: limit, max: bufferedBatches * limit, delay: delay, buf: make([]byte, 0, limit),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), closeWait: logCloseWait,
 	}

@@ -103,7 +103,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 			if err != nil {
 				return err
 			}
-			log := slog.New(slog.NewJSONHandler(stderr, nil))
+			log := newJSONLogger(stderr)
 			if args[1] == "-export" && len(args) == 2 {
 				return exportCategories(cfg, log, stdout)
 			}
@@ -126,7 +126,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	}
 	sink := newLogSink(stderr, logFlushSize, logFlushDelay)
 	defer sink.Close()
-	log := slog.New(slog.NewJSONHandler(sink.Direct(), nil))
+	log := newJSONLogger(sink.Direct())
 
 	commits := newCommitMetrics()
 	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL}

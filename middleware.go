@@ -133,7 +133,7 @@ func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r 
 		time:      start, // when the request arrived; the duration says how long it took
 		method:    r.Method,
 		route:     r.Pattern,
-		path:      r.URL.Path,
+		path:      logPath(r.URL.Path),
 		status:    facts.status,
 		bytes:     facts.bytes,
 		duration:  float64(took.Microseconds()) / 1000,
@@ -182,7 +182,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 			}
 			err := fmt.Errorf("panic: %v", v)
 			facts := factsOf(r)
-			log.Error("handler panicked", "request_id", facts.id, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.Error("handler panicked", "request_id", facts.id, "path", logPath(r.URL.Path), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if facts.status != 0 {
 				// The answer is under way and cannot become an Error:
 				// abort it, so that the client sees a broken answer, not

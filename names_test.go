@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -45,9 +46,10 @@ func TestCreateCategoryNameRules(t *testing.T) {
 		refuse("zero width space only", `{"name":"\u200b"}`, "name", "visible", "U+200B"),
 		refuse("BOM only", `{"name":"\ufeff"}`, "name", "visible", "U+FEFF"),
 		refuse("Hangul filler only", `{"name":"\u3164"}`, "name", "visible", "U+3164"),
-		refuse("Hangul choseong and jungseong fillers, halfwidth filler", `{"name":"\u115f\u1160\uffa0"}`, "name", "visible", "U+115F U+1160 U+FFA0"),
+		refuse("Hangul choseong and jungseong fillers, halfwidth filler", `{"name":"\u115f\u1160\uffa0"}`, "name", "invisible", "U+115F"),
 		refuse("braille blank only", `{"name":"\u2800"}`, "name", "visible", "U+2800"),
-		refuse("many invisible", `{"name":"`+strings.Repeat(`\u200b`, 20)+`"}`, "name", "visible", "U+200B U+200B", "…"),
+		refuse("many invisible", `{"name":"`+strings.Repeat(`\u200b`, 20)+`"}`, "name", "invisible", "U+200B"),
+		refuse("only marks", `{"name":"`+strings.Repeat(`\u0301`, 20)+`"}`, "name", "visible", "U+0301 U+0301", "…"),
 		refuse("ZWJ only", `{"name":"\u200d"}`, "name", "visible"),
 		refuse("combining mark only", `{"name":"\u0301"}`, "name", "visible"),
 		refuse("private use only", `{"name":"\ue000"}`, "name", "visible"),
@@ -74,10 +76,18 @@ func TestCreateCategoryNameRules(t *testing.T) {
 		refuse("high surrogate, text, low surrogate", `{"name":"\ud83dx\ude00"}`, "name", "surrogate", "U+D83D"),
 		refuse("two high surrogates then a low", `{"name":"\ud83d\ud83d\ude00"}`, "name", "surrogate", "U+D83D"),
 		refuse("pair then a lone low", `{"name":"\ud83d\ude00\ude00"}`, "name", "surrogate", "U+DE00"),
-		// description: lone surrogates, noncharacters and unassigned code
+		// description: control characters but tab, LF and CR, bidirectional
+		// controls, lone surrogates, noncharacters and unassigned code
 		// points are refused; the name-only rules do not apply.
 		accept("description pair", `{"name":"a","description":"\ud83d\ude00"}`, "a"),
-		accept("description invisible and bidi", `{"name":"a","description":"\u202e\u200b"}`, "a"),
+		accept("description invisible", `{"name":"a","description":"\u200b\u00ad\ufeff\u2028 \u200f"}`, "a"),
+		accept("description tab, LF, CR", `{"name":"a","description":"a\tb\nc\r\nd"}`, "a"),
+		refuse("description NUL", `{"name":"a","description":"x\u0000"}`, "description", "control", "U+0000"),
+		refuse("description ESC", `{"name":"a","description":"\u001b[2J"}`, "description", "control", "U+001B"),
+		refuse("description DEL", `{"name":"a","description":"x\u007f"}`, "description", "control", "U+007F"),
+		refuse("description C1 control", `{"name":"a","description":"x\u0085"}`, "description", "control", "U+0085"),
+		refuse("description RLO", `{"name":"a","description":"x\u202ey"}`, "description", "bidirectional", "U+202E"),
+		refuse("description isolate", `{"name":"a","description":"\u2069"}`, "description", "bidirectional", "U+2069"),
 		refuse("description lone surrogate", `{"name":"a","description":"\ud800"}`, "description", "surrogate", "U+D800"),
 		refuse("description noncharacter", `{"name":"a","description":"x\uffff"}`, "description", "noncharacter", "U+FFFF"),
 		refuse("lone surrogates in both", `{"name":"\udfff","description":"\ud800"}`, "name", "U+DFFF", "description", "U+D800"),
@@ -140,4 +150,137 @@ func TestLoneSurrogateDoesNotCollide(t *testing.T) {
 func surrogatePair(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xD800 + r>>10, 0xDC00 + r&0x3FF
+}
+
+// Names that look like "dog" are refused, or are "dog" (409): the attack's
+// names, and the other invisible characters of each kind. Every store
+// compares names through foldName, so the memory store speaks for them.
+func TestLookAlikeNamesBesideDog(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	env.mustCreate(t, "dog")
+	tests := []struct {
+		body    string // raw JSON: the escapes are what the client sends
+		status  int
+		mention []string
+	}{
+		{`{"name":"do\u200bg"}`, 400, []string{"name", "invisible", "U+200B"}},
+		{`{"name":"dog\ufeff"}`, 400, []string{"name", "invisible", "U+FEFF"}},
+		{`{"name":"do\u00adg"}`, 400, []string{"name", "invisible", "U+00AD"}},
+		{`{"name":"\u200fdog"}`, 400, []string{"name", "invisible", "U+200F"}},
+		{`{"name":"\u200edog"}`, 400, []string{"name", "invisible", "U+200E"}},
+		{`{"name":"d\u034fog"}`, 400, []string{"name", "invisible", "U+034F"}},
+		{`{"name":"do\u2060g"}`, 400, []string{"name", "invisible", "U+2060"}},
+		{`{"name":"dog\ufe0f"}`, 400, []string{"name", "invisible", "U+FE0F"}},
+		{`{"name":"d\ufe00og"}`, 400, []string{"name", "invisible", "U+FE00"}},
+		{`{"name":"dog\udb40\udc01"}`, 400, []string{"name", "invisible", "U+E0001"}},
+		{`{"name":"do\u3164g"}`, 400, []string{"name", "invisible", "U+3164"}},
+		{`{"name":"do\u180eg"}`, 400, []string{"name", "invisible", "U+180E"}},
+		{`{"name":"\u200ddog"}`, 400, []string{"name", "invisible", "U+200D"}},
+		{`{"name":"dog\u200c"}`, 400, []string{"name", "invisible", "U+200C"}},
+		{`{"name":"do\u200d\u200dg"}`, 400, []string{"name", "invisible", "U+200D"}},
+		{`{"name":"a\u2029b"}`, 400, []string{"name", "separator", "U+2029"}},
+		{`{"name":"a\u2028b"}`, 400, []string{"name", "separator", "U+2028"}},
+		{`{"name":"ｄｏｇ"}`, 409, []string{"ｄｏｇ"}},
+		{`{"name":"ＤＯＧ"}`, 409, []string{"ＤＯＧ"}},
+		{`{"name":"dｏG"}`, 409, []string{"dｏG"}},
+	}
+	for _, tt := range tests {
+		rec := postCategory(t, env, tt.body)
+		code := codeInvalidField
+		if tt.status == http.StatusConflict {
+			code = codeConflict
+		}
+		eb := mustError(t, rec, tt.status, code)
+		mustMention(t, eb.Message, tt.mention...)
+	}
+	if got := env.mustList(t); len(got) != 1 {
+		t.Errorf("list: got %d categories, want only dog", len(got))
+	}
+}
+
+// Joiners and presentation selectors where they shape what is shown are
+// fine, and make names of their own.
+func TestNamesWithJoinersAndSelectors(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	for _, name := range []string{
+		"\U0001F415\u200d\U0001F9BA",                       // service dog: ZWJ between two emoji
+		"\U0001F468\u200d\U0001F469\u200d\U0001F467",       // family: two ZWJs
+		"\U0001F3F3\ufe0f\u200d\U0001F308",                 // rainbow flag: ZWJ after an emoji with its selector
+		"\U0001F469\U0001F3FD\u200d\U0001F4BB",             // ZWJ after a skin tone modifier
+		"\u2764\ufe0f",                                     // red heart: U+FE0F after a symbol
+		"\u2764\ufe0e",                                     // text presentation
+		"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", // Persian: ZWNJ between letters
+		"\u0915\u094d\u200d\u0937",                         // Devanagari: ZWJ after a virama (a mark)
+	} {
+		body, _ := json.Marshal(map[string]string{"name": name})
+		rec := postCategory(t, env, string(body))
+		mustStatus(t, rec, http.StatusCreated)
+		if c, _ := decodeCategory(t, rec.Body.Bytes()); c.Name != name {
+			t.Errorf("name: got %q, want %q", c.Name, name)
+		}
+	}
+	// Without the joiner the family is another name; with U+FE0F the
+	// heart is another name than without it.
+	env.mustCreate(t, "\U0001F468\U0001F469\U0001F467")
+	env.mustCreate(t, "\u2764")
+}
+
+// foldName makes fullwidth forms the ASCII characters they stand for, and
+// agrees with its ASCII fast path.
+func TestFoldNameFullwidth(t *testing.T) {
+	t.Parallel()
+	for r := rune(0xFF01); r <= 0xFF5E; r++ {
+		ascii := r - 0xFF01 + '!'
+		if got, want := foldName(string(r)), foldName(string(ascii)); got != want {
+			t.Errorf("foldName(%U): got %q, want %q, as for %q", r, got, want, ascii)
+		}
+	}
+	for _, tt := range [][2]string{{"ｄｏｇ", "dog"}, {"ＤＯＧ", "dog"}, {"Ｄog！", "dog!"}, {"ǅｏｇ", "ǆog"}} {
+		if got, want := foldName(tt[0]), foldName(tt[1]); got != want {
+			t.Errorf("foldName(%q): got %q, want %q", tt[0], got, want)
+		}
+	}
+	// Only U+FF01 to U+FF5E: the ideographic space and halfwidth forms stay.
+	for _, s := range []string{"\u3000", "\uff5f", "\uff61"} {
+		if got := foldName(s); got != s {
+			t.Errorf("foldName(%q): got %q, want it unchanged", s, got)
+		}
+	}
+}
+
+// Replay keeps every name and description an earlier version accepted:
+// a description with NUL, RLO or ESC, names with invisible characters or
+// separators, and names that fold together only under the fullwidth rule
+// (kept, with a warning, and each refusing a new create).
+func TestReplayKeepsTextEarlierVersionsAccepted(t *testing.T) {
+	t.Parallel()
+	records := []string{
+		`{"id":1,"name":"dog","description":"nul\u0000 rlo\u202e esc\u001b"}`,
+		`{"id":2,"name":"ｄｏｇ"}`,
+		`{"id":3,"name":"do\u200bg"}`,
+		`{"id":4,"name":"a\u2029b","description":"\u0085"}`,
+	}
+	path := writeJournal(t, records...)
+	var logs lockedBuffer
+	s := openTestStore(t, path, withStoreLog(&logs))
+	if !strings.Contains(logs.String(), `"line":"`+path+`:3"`) || !strings.Contains(logs.String(), `"earlier_line":"`+path+`:2"`) {
+		t.Errorf("no warning that line 3 folds as line 2; logs:\n%s", &logs)
+	}
+	env := newTestEnv(t, withStore(s))
+	rec := env.do(t, request{method: "GET", path: "/v1/categories/1"})
+	mustStatus(t, rec, http.StatusOK)
+	if c, _ := decodeCategory(t, rec.Body.Bytes()); c.Description == nil || *c.Description != "nul\u0000 rlo\u202e esc\u001b" {
+		t.Errorf("GET 1: got %s, want the description as written", rec.Body)
+	}
+	if got := len(env.mustList(t)); got != len(records) {
+		t.Errorf("list: got %d categories, want %d", got, len(records))
+	}
+	for _, name := range []string{"DOG", "Ｄｏｇ"} {
+		body, _ := json.Marshal(map[string]string{"name": name})
+		mustError(t, postCategory(t, env, string(body)), http.StatusConflict, codeConflict)
+	}
+	// The same description is refused in a request.
+	mustError(t, postCategory(t, env, `{"name":"cat","description":"nul\u0000"}`), http.StatusBadRequest, codeInvalidField)
 }
