@@ -144,9 +144,15 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 	return t.Truncate(time.Second), nil
 }
 
+// minKeyLength is the shortest API key accepted: 16 random characters of
+// the bearer alphabet are over 90 bits, beyond reach of trying keys
+// against the service, where a 4-character key falls in minutes.
+const minKeyLength = 16
+
 // checkKeys trims the keys, drops blank ones, and checks that each can be
-// sent as a bearer token (RFC 6750 b64token). It reports a bad key by its
-// position, counted in units ("key" in a list, "line" in a file).
+// sent as a bearer token (RFC 6750 b64token) and is at least minKeyLength
+// characters long. It reports a bad key by its position, counted in units
+// ("key" in a list, "line" in a file), never by its text.
 func checkKeys(source, unit string, raw []string) ([]string, error) {
 	var keys []string
 	for i, k := range raw {
@@ -156,6 +162,9 @@ func checkKeys(source, unit string, raw []string) ([]string, error) {
 		}
 		if !isBearerToken(k) {
 			return nil, fmt.Errorf("%s: %s %d has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
+		}
+		if len(k) < minKeyLength {
+			return nil, fmt.Errorf("%s: %s %d is shorter than %d characters, too short to withstand guessing", source, unit, i+1, minKeyLength)
 		}
 		keys = append(keys, k)
 	}
