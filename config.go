@@ -194,6 +194,11 @@ func readKeyFile(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
 	}
+	return parseKeyFile(path, data)
+}
+
+// parseKeyFile reads the keys of data, the content of the key file path.
+func parseKeyFile(path string, data []byte) ([]string, error) {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
