@@ -121,7 +121,8 @@ func newEtcdKeys(prefix string) etcdKeys {
 		counter:    []byte(root + "counter"),
 		names:      []byte(root + "names/"),
 		categories: []byte(root + "categories/"),
-		// idempotency/SCOPE/KEY: an Idempotency-Key, under a lease.
+		// idempotency/SCOPE/KEY: an Idempotency-Key, under a lease;
+		// SCOPE is the API key's SHA-256 in hex.
 		idempotency: []byte(root + "idempotency/"),
 	}
 	k.categoriesEnd = prefixEnd(k.categories)
@@ -137,7 +138,7 @@ func (k etcdKeys) name(folded string) []byte {
 }
 
 func (k etcdKeys) idempotencyKey(ik *idempotencyKey) []byte {
-	key := append(bytes.Clone(k.idempotency), ik.scope...)
+	key := hex.AppendEncode(bytes.Clone(k.idempotency), ik.scope[:])
 	key = append(key, '/')
 	return append(key, ik.key...)
 }
