@@ -42,6 +42,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
 		return cfg, err
 	}
+	if err := checkDataPath(cfg.dataPath); err != nil {
+		return cfg, err
+	}
 	if isEtcdURL(cfg.dataPath) {
 		if cfg.etcd, err = loadEtcdConfig(getenv, cfg.dataPath); err != nil {
 			return cfg, err
@@ -227,6 +230,26 @@ func generateKey() (string, error) {
 // a journal file.
 func isEtcdURL(data string) bool {
 	return strings.HasPrefix(data, "etcd://") || strings.HasPrefix(data, "etcds://")
+}
+
+// checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
+// :memory: rather than a file name: taken for one, it would quietly start
+// an empty journal (and its directories) where nobody looks for it.
+func checkDataPath(data string) error {
+	const want = "a journal file, :memory: or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for TLS)"
+	if isEtcdURL(data) || data == memoryPath {
+		return nil
+	}
+	if scheme, _, ok := strings.Cut(data, "://"); ok {
+		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", truncate(data, 80), truncate(scheme, 40), want)
+	}
+	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
+		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", truncate(data, 80), want)
+	}
+	if strings.HasPrefix(data, ":") {
+		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", truncate(data, 80), want)
+	}
+	return nil
 }
 
 // loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for
