@@ -29,6 +29,7 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
+	maxCats      int64 // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -65,6 +66,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
 		return cfg, err
+	}
+	cfg.maxCats = defaultMaxCategories
+	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
+		var ok bool
+		if cfg.maxCats, ok = parseID(v); !ok {
+			return cfg, fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
+		}
 	}
 
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {

@@ -331,6 +331,12 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "connection cap zero", env: map[string]string{"PETSTORE_MAX_CONNS": "0"}, want: []string{"PETSTORE_MAX_CONNS"}},
 		{name: "connection cap negative", env: map[string]string{"PETSTORE_MAX_CONNS": "-5"}, want: []string{"PETSTORE_MAX_CONNS"}},
 		{name: "connection cap not a number", env: map[string]string{"PETSTORE_MAX_CONNS": "many"}, want: []string{"PETSTORE_MAX_CONNS"}},
+		{name: "catalogue cap zero", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "0"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap with a sign", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "+1"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap with a leading zero", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "01"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap negative", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "-1"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap in exponent form", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "1e6"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap past int64", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "9223372036854775808"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
 		{name: "connection cap in exponent form", env: map[string]string{"PETSTORE_MAX_CONNS": "1e4"}, want: []string{"PETSTORE_MAX_CONNS"}},
 	}
 	for _, tt := range tests {
