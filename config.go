@@ -29,6 +29,7 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
+	maxCats      int64 // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -40,6 +41,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	var err error
 	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
+		return cfg, err
+	}
+	if err := checkDataPath(cfg.dataPath); err != nil {
 		return cfg, err
 	}
 	if isEtcdURL(cfg.dataPath) {
@@ -62,6 +66,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
 		return cfg, err
+	}
+	cfg.maxCats = defaultMaxCategories
+	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
+		var ok bool
+		if cfg.maxCats, ok = parseID(v); !ok {
+			return cfg, fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
+		}
 	}
 
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
@@ -144,9 +155,15 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 	return t.Truncate(time.Second), nil
 }
 
+// minKeyLength is the shortest API key accepted: 16 random characters of
+// the bearer alphabet are over 90 bits, beyond reach of trying keys
+// against the service, where a 4-character key falls in minutes.
+const minKeyLength = 16
+
 // checkKeys trims the keys, drops blank ones, and checks that each can be
-// sent as a bearer token (RFC 6750 b64token). It reports a bad key by its
-// position, counted in units ("key" in a list, "line" in a file).
+// sent as a bearer token (RFC 6750 b64token) and is at least minKeyLength
+// characters long. It reports a bad key by its position, counted in units
+// ("key" in a list, "line" in a file), never by its text.
 func checkKeys(source, unit string, raw []string) ([]string, error) {
 	var keys []string
 	for i, k := range raw {
@@ -156,6 +173,9 @@ func checkKeys(source, unit string, raw []string) ([]string, error) {
 		}
 		if !isBearerToken(k) {
 			return nil, fmt.Errorf("%s: %s %d has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
+		}
+		if len(k) < minKeyLength {
+			return nil, fmt.Errorf("%s: %s %d is shorter than %d characters, too short to withstand guessing", source, unit, i+1, minKeyLength)
 		}
 		keys = append(keys, k)
 	}
@@ -185,6 +205,11 @@ func readKeyFile(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
 	}
+	return parseKeyFile(path, data)
+}
+
+// parseKeyFile reads the keys of data, the content of the key file path.
+func parseKeyFile(path string, data []byte) ([]string, error) {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -213,6 +238,26 @@ func generateKey() (string, error) {
 // a journal file.
 func isEtcdURL(data string) bool {
 	return strings.HasPrefix(data, "etcd://") || strings.HasPrefix(data, "etcds://")
+}
+
+// checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
+// :memory: rather than a file name: taken for one, it would quietly start
+// an empty journal (and its directories) where nobody looks for it.
+func checkDataPath(data string) error {
+	const want = "a journal file, :memory: or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for TLS)"
+	if isEtcdURL(data) || data == memoryPath {
+		return nil
+	}
+	if scheme, _, ok := strings.Cut(data, "://"); ok {
+		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", truncate(data, 80), truncate(scheme, 40), want)
+	}
+	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
+		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", truncate(data, 80), want)
+	}
+	if strings.HasPrefix(data, ":") {
+		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", truncate(data, 80), want)
+	}
+	return nil
 }
 
 // loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for

@@ -272,7 +272,11 @@ func TestRunDataLocked(t *testing.T) {
 func TestRunConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	badKeyFile := filepath.Join(dir, "bad-keys")
-	if err := os.WriteFile(badKeyFile, []byte("ok-file-key-9\nbad file key\n"), 0o600); err != nil {
+	if err := os.WriteFile(badKeyFile, []byte("ok-file-key-9-Tn4Rw\nbad file key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shortKeyFile := filepath.Join(dir, "short-keys")
+	if err := os.WriteFile(shortKeyFile, []byte("# a key file\nlong-enough-key-Pz6Mc\nshort-key-Nv4\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	emptyKeyFile := filepath.Join(dir, "empty-keys")
@@ -301,10 +305,16 @@ func TestRunConfigErrors(t *testing.T) {
 			want: []string{"unexpected argument", `"serve"`}},
 		{name: "keys hold no key", env: map[string]string{"PETSTORE_API_KEYS": ",,"},
 			want: []string{"PETSTORE_API_KEYS"}},
-		{name: "key a bearer token cannot carry", env: map[string]string{"PETSTORE_API_KEYS": "good-Key-1,bad Key!2"},
-			want: []string{"PETSTORE_API_KEYS", "key 2"}, secrets: []string{"good-Key-1", "bad Key!2", "bad"}},
+		{name: "key a bearer token cannot carry", env: map[string]string{"PETSTORE_API_KEYS": "good-Key-1-Xy7Lm0q,bad Key!2"},
+			want: []string{"PETSTORE_API_KEYS", "key 2"}, secrets: []string{"good-Key-1-Xy7Lm0q", "bad Key!2", "bad"}},
 		{name: "key with a quote", env: map[string]string{"PETSTORE_API_KEYS": `quoted"key-1`},
 			want: []string{"PETSTORE_API_KEYS"}, secrets: []string{`quoted"key-1`, "quoted"}},
+		{name: "key shorter than 16 characters", env: map[string]string{"PETSTORE_API_KEYS": "long-enough-key-Wq3Z,short-Key-7Fb"},
+			want: []string{"PETSTORE_API_KEYS", "key 2", "16 characters"}, secrets: []string{"long-enough-key-Wq3Z", "short-Key-7Fb"}},
+		{name: "key of one character", env: map[string]string{"PETSTORE_API_KEYS": "a"},
+			want: []string{"PETSTORE_API_KEYS", "key 1", "16 characters"}},
+		{name: "key file with a short key", env: map[string]string{"PETSTORE_API_KEYS_FILE": shortKeyFile},
+			want: []string{"PETSTORE_API_KEYS_FILE", shortKeyFile, "line 3", "16 characters"}, secrets: []string{e2eKey, "long-enough-key-Pz6Mc", "short-key-Nv4"}},
 		{name: "missing key file", env: map[string]string{"PETSTORE_API_KEYS_FILE": filepath.Join(dir, "absent")},
 			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
 		{name: "key file is a directory", env: map[string]string{"PETSTORE_API_KEYS_FILE": dir},
@@ -312,7 +322,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "key file holds no key", env: map[string]string{"PETSTORE_API_KEYS_FILE": emptyKeyFile},
 			want: []string{"PETSTORE_API_KEYS_FILE"}, secrets: []string{e2eKey}},
 		{name: "key file with a space in a key", env: map[string]string{"PETSTORE_API_KEYS_FILE": badKeyFile},
-			want: []string{"PETSTORE_API_KEYS_FILE", badKeyFile, "line 2"}, secrets: []string{e2eKey, "bad file key", "ok-file-key-9"}},
+			want: []string{"PETSTORE_API_KEYS_FILE", badKeyFile, "line 2"}, secrets: []string{e2eKey, "bad file key", "ok-file-key-9-Tn4Rw"}},
 		{name: "data path is a directory", env: map[string]string{"PETSTORE_DATA": t.TempDir()},
 			want: []string{"PETSTORE_DATA"}},
 		{name: "idempotency TTL not a duration", env: map[string]string{"PETSTORE_IDEMPOTENCY_TTL": "a day"}, want: []string{"PETSTORE_IDEMPOTENCY_TTL"}},
@@ -321,6 +331,12 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "connection cap zero", env: map[string]string{"PETSTORE_MAX_CONNS": "0"}, want: []string{"PETSTORE_MAX_CONNS"}},
 		{name: "connection cap negative", env: map[string]string{"PETSTORE_MAX_CONNS": "-5"}, want: []string{"PETSTORE_MAX_CONNS"}},
 		{name: "connection cap not a number", env: map[string]string{"PETSTORE_MAX_CONNS": "many"}, want: []string{"PETSTORE_MAX_CONNS"}},
+		{name: "catalogue cap zero", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "0"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap with a sign", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "+1"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap with a leading zero", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "01"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap negative", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "-1"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap in exponent form", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "1e6"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
+		{name: "catalogue cap past int64", env: map[string]string{"PETSTORE_MAX_CATEGORIES": "9223372036854775808"}, want: []string{"PETSTORE_MAX_CATEGORIES"}},
 		{name: "connection cap in exponent form", env: map[string]string{"PETSTORE_MAX_CONNS": "1e4"}, want: []string{"PETSTORE_MAX_CONNS"}},
 	}
 	for _, tt := range tests {

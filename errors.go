@@ -29,6 +29,7 @@ const (
 	codeIdempotencyKeyReused = "idempotency_key_reused"
 	codeRequestTimeout       = "request_timeout"
 	codeUnavailable          = "unavailable"
+	codeQuotaExceeded        = "quota_exceeded"
 )
 
 var statusOf = map[string]int{
@@ -51,6 +52,7 @@ var statusOf = map[string]int{
 	codeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	codeQuotaExceeded:        http.StatusForbidden,
 }
 
 // apiError is an error meant for the client: its code and message become the

@@ -801,12 +801,12 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 	cluster := startEtcdCluster(t)
 	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
-	k1 := newIdempotencyKey("aaaa0000", "k1")
+	k1 := newIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	first, err := x.Create(context.Background(), NewCategory{Name: "dog", idem: k1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2 := newIdempotencyKey("bbbb1111", "k2")
+	k2 := newIdempotencyKey(scopeOf("bbbb1111"), "k2")
 	other := newCreateRequest(NewCategory{Name: "dog", idem: k2})
 	retry := newCreateRequest(NewCategory{Name: "dog", idem: k1})
 	y.commit([]*createRequest{other, retry}) // as the group writer would, on y's writer goroutine's behalf
@@ -825,7 +825,7 @@ func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
 	s := openClusterStore(t, cluster, "lease")
 	key := func(k, name string) NewCategory {
 		nc := NewCategory{Name: name}
-		nc.idem = newIdempotencyKey("aaaa0000", k)
+		nc.idem = newIdempotencyKey(scopeOf("aaaa0000"), k)
 		return nc
 	}
 	if _, err := s.Create(context.Background(), key("k1", "one")); err != nil {

@@ -85,7 +85,7 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 		if key != "" {
 			// Scoped to the API key that sent it: another client's key
 			// of the same text is another key.
-			nc.idem = newIdempotencyKey(factsOf(r).key.fingerprint(), key)
+			nc.idem = newIdempotencyKey(factsOf(r).key, key)
 		}
 		c, err := store.Create(r.Context(), nc)
 		if err != nil {

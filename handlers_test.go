@@ -982,18 +982,18 @@ func mapEnv(vars map[string]string) func(string) string {
 func TestLoadConfigKeys(t *testing.T) {
 	t.Parallel()
 	keyFile := filepath.Join(t.TempDir(), "keys")
-	const fileContents = "# keys of the petstore\n\nfile-key-one\n   \n  # an indented comment\n\tfile-key-two  \r\n\n"
+	const fileContents = "# keys of the petstore\n\nfile-key-one-Dv7Kr\n   \n  # an indented comment\n\tfile-key-two-Ej3Ps  \r\n\n"
 	if err := os.WriteFile(keyFile, []byte(fileContents), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := loadConfig(mapEnv(map[string]string{
-		"PETSTORE_API_KEYS":      "env-key-one, env-key-two",
+		"PETSTORE_API_KEYS":      "env-key-one-Bx5Qn, env-key-two-Cw2Lp",
 		"PETSTORE_API_KEYS_FILE": keyFile,
 	}))
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
 	}
-	wantKeys := []string{"env-key-one", "env-key-two", "file-key-one", "file-key-two"}
+	wantKeys := []string{"env-key-one-Bx5Qn", "env-key-two-Cw2Lp", "file-key-one-Dv7Kr", "file-key-two-Ej3Ps"}
 	gotKeys := slices.Sorted(slices.Values(cfg.keys))
 	if !slices.Equal(gotKeys, wantKeys) {
 		t.Errorf("keys: got %q, want %q", gotKeys, wantKeys)
@@ -1011,7 +1011,7 @@ func TestLoadConfigKeys(t *testing.T) {
 			t.Errorf("key %q: got %d, want 200", key, rec.Code)
 		}
 	}
-	for _, key := range []string{testKey, "#", "file-key", "env-key-one,", "env-key-one, env-key-two"} {
+	for _, key := range []string{testKey, "#", "file-key", "env-key-one-Bx5Qn,", "env-key-one", "env-key-one-Bx5Qn, env-key-two-Cw2Lp"} {
 		rec := get("Bearer " + key)
 		mustError(t, rec, http.StatusUnauthorized, codeUnauthorized)
 	}

@@ -15,8 +15,8 @@ import (
 
 // Keys the test servers accept. They are test values, safe to print.
 const (
-	testKey  = "test-key-one"
-	testKey2 = "test-key-two"
+	testKey  = "test-key-one-Hq4Wz"
+	testKey2 = "test-key-two-Rm8Ty"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use: the test logs,

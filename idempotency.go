@@ -113,15 +113,19 @@ func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' 
 // idempotencyKey is a key as a store keeps it: scoped to the API key that
 // sent it. Make one with newIdempotencyKey, which names it: a literal would
 // leave id zero.
+//
+// The scope is the whole digest of the API key, not its 8-hex fingerprint:
+// 32 bits are few enough that another client could hold a key of the same
+// fingerprint, and so answer or block this one's retries.
 type idempotencyKey struct {
-	scope string        // fingerprint of the API key (8 hex digits)
+	scope keyDigest     // of the API key
 	key   string        // as the client sent it
 	id    idempotencyID // names the key in the table and the journal
 }
 
-// newIdempotencyKey returns the key sent by the API key whose fingerprint
-// is scope.
-func newIdempotencyKey(scope, key string) *idempotencyKey {
+// newIdempotencyKey returns the key sent by the API key whose digest is
+// scope.
+func newIdempotencyKey(scope keyDigest, key string) *idempotencyKey {
 	return &idempotencyKey{scope: scope, key: key, id: keyID(scope, key)}
 }
 
@@ -207,11 +211,19 @@ func (t *idempotencyTable) shard(id idempotencyID) *keyShard {
 
 // idempotencyID names a key within the API key that sent it: the first
 // 16 bytes of the SHA-256 of the scope and the key.
+//
+// Journals written when the scope was the 8-hex fingerprint hold ids of
+// that older form. They are read as before, but no request names them any
+// more: their keys lapse with the upgrade rather than at their TTL. That
+// is the safe side: a retry across the upgrade is processed afresh (names
+// are unique, so it gets 409, never a second category), while honouring
+// the old form would keep letting a key of the same fingerprint answer
+// for another's retries until the last old key expires.
 type idempotencyID [16]byte
 
-func keyID(scope, key string) idempotencyID {
-	var buf [8 + 1 + maxIdempotencyKey]byte
-	b := append(append(append(buf[:0], scope...), 0), key...)
+func keyID(scope keyDigest, key string) idempotencyID {
+	var buf [len(scope) + 1 + maxIdempotencyKey]byte
+	b := append(append(append(buf[:0], scope[:]...), 0), key...)
 	sum := sha256.Sum256(b)
 	return idempotencyID(sum[:16])
 }

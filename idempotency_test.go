@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -84,11 +85,14 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 	})
 }
 
+// scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.
+func scopeOf(apiKey string) keyDigest { return keyDigest(sha256.Sum256([]byte(apiKey))) }
+
 func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	k := *newIdempotencyKey("aaaa0000", "k1")
+	k := *newIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("first claim: got %v, want new", got)
 	}
@@ -103,7 +107,7 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, id := tab.claim(&k); got != claimDone || id != 7 {
 		t.Fatalf("a key done: got %v %d, want done, category 7", got, id)
 	}
-	otherScope := newIdempotencyKey("bbbb1111", k.key)
+	otherScope := newIdempotencyKey(scopeOf("bbbb1111"), k.key)
 	if got, _ := tab.claim(otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
@@ -120,22 +124,22 @@ func TestIdempotencyTable(t *testing.T) {
 	if n, _ := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
-	old := newIdempotencyKey("cccc2222", "old")
+	old := newIdempotencyKey(scopeOf("cccc2222"), "old")
 	tab.load(old.id, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(newIdempotencyKey("cccc2222", "old")); got != claimNew {
+	if got, _ := tab.claim(newIdempotencyKey(scopeOf("cccc2222"), "old")); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 	// A key made more than a TTL ahead of the clock is a damaged time
 	// (in the year 3000, its expiry in Unix nanoseconds would overflow):
 	// not loaded, rather than kept for ever or taken for one in flight.
 	for _, created := range []time.Time{clock.now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		future := newIdempotencyKey("cccc2222", "future "+created.String())
+		future := newIdempotencyKey(scopeOf("cccc2222"), "future "+created.String())
 		tab.load(future.id, 4, created)
 		if got, _ := tab.claim(future); got != claimNew {
 			t.Errorf("a key loaded from %v: got %v, want new", created, got)
 		}
 	}
-	soon := newIdempotencyKey("cccc2222", "soon")
+	soon := newIdempotencyKey(scopeOf("cccc2222"), "soon")
 	tab.load(soon.id, 5, clock.now().Add(time.Minute)) // a clock set back a little
 	if got, id := tab.claim(soon); got != claimDone || id != 5 {
 		t.Errorf("a key loaded from a minute ahead: got %v %d, want done, category 5", got, id)
@@ -412,7 +416,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		t.Fatalf("keys within the TTL: %d (expiry queue %d), want 3000", n, queued)
 	}
 	clock.advance(time.Hour)
-	scope := keyDigest(sha256.Sum256([]byte(testKey))).fingerprint()
+	scope := keyDigest(sha256.Sum256([]byte(testKey)))
 	late := 0
 	for hit := map[*keyShard]bool{}; len(hit) < keyShards; late++ {
 		if late == 1 {
@@ -435,16 +439,18 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 }
 
 // The journal format: a version-1 or version-2 file starts and is rewritten
-// to version 3; the keys of version-2 records replay after the upgrade;
+// to version 3; version-2 records with a key are read (their keys, scoped
+// by the API key's fingerprint, lapse: see idempotencyID);
 // a keyed create's record is written in the short version-3 form and its
 // key replays after a restart; a newer version is refused with a message
 // that says so.
 func TestJournalFormatVersions(t *testing.T) {
 	t.Parallel()
-	scope := keyDigest(sha256.Sum256([]byte(testKey))).fingerprint()
-	old := newIdempotencyKey(scope, "old-key")
+	// The version-2 record's key as petstore wrote it then: scoped by the
+	// API key's 8-hex fingerprint.
+	legacy := sha256.Sum256([]byte(keyDigest(sha256.Sum256([]byte(testKey))).fingerprint() + "\x00old-key"))
 	fp := requestFingerprint(NewCategory{Name: "bird"})
-	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(old.id[:]) + `","request":"` +
+	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(legacy[:16]) + `","request":"` +
 		hex.EncodeToString(fp[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
 	for _, tc := range []struct{ name, content string }{
 		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"},
@@ -477,9 +483,8 @@ func TestJournalFormatVersions(t *testing.T) {
 				t.Errorf("a keyed create's record: got %s, want the version-3 form", last)
 			}
 
-			// After a restart, both keys replay, whichever form holds them,
-			// and know their request: the version-3 one from the category
-			// on its line.
+			// After a restart, the key replays and knows its request, from
+			// the category on its line.
 			env = newTestEnv(t, withStore(openTestStore(t, path)))
 			if rec := keyedCreate(t, env, "k", body); rec.Code != http.StatusCreated ||
 				rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != catID {
@@ -489,11 +494,10 @@ func TestJournalFormatVersions(t *testing.T) {
 				mustError(t, keyedCreate(t, env, "k", other), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
 			}
 			if strings.Contains(tc.content, "idempotency") {
-				if rec := keyedCreate(t, env, "old-key", `{"name":"bird"}`); rec.Code != http.StatusCreated ||
-					rec.Header().Get("Idempotent-Replayed") != "true" || rec.Header().Get("Location") != "/v1/categories/2" {
-					t.Errorf("retry of the version-2 record's key: got %d %v %s, want a replay of /v1/categories/2", rec.Code, rec.Header(), rec.Body)
-				}
-				mustError(t, keyedCreate(t, env, "old-key", `{"name":"bird","description":"tweet"}`), http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+				// A key scoped by the fingerprint is read, but no longer
+				// names a create: its retry is processed afresh, and the
+				// name it made is taken.
+				mustError(t, keyedCreate(t, env, "old-key", `{"name":"bird"}`), http.StatusConflict, codeConflict)
 			}
 			if got := env.mustList(t); len(got) != len(lines)-1 {
 				t.Errorf("list after the retries: got %+v, want %d categories", got, len(lines)-1)
@@ -563,7 +567,7 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		tab := newIdempotencyTable(time.Hour, nil)
 		now := time.Now()
 		for i := range n {
-			k := newIdempotencyKey("9f86d081", fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
+			k := newIdempotencyKey(scopeOf("9f86d081"), fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
 			tab.claim(k)
 			tab.done(k, int64(i+1), now)
 		}
@@ -609,5 +613,36 @@ func TestReplayOrRefuse(t *testing.T) {
 	}
 	if got, err := replayOrRefuse(NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
 		t.Errorf("no description against none: %+v, %v; want a replay", got, err)
+	}
+}
+
+// Idempotency-Keys are scoped by the whole SHA-256 of the API key: two API
+// keys whose digests share the first 4 bytes (the 8-hex fingerprint that
+// logs show, which another client could match by trying keys) share no
+// Idempotency-Key: not in the table, not in the journal's ids, not in
+// etcd's keys.
+func TestIdempotencyScopeIsTheWholeDigest(t *testing.T) {
+	t.Parallel()
+	a := scopeOf(testKey)
+	b := a
+	b[len(b)-1] ^= 1
+	if a.fingerprint() != b.fingerprint() {
+		t.Fatalf("the two scopes must share their fingerprint")
+	}
+	ka, kb := newIdempotencyKey(a, "same-key"), newIdempotencyKey(b, "same-key")
+	if ka.id == kb.id {
+		t.Errorf("table and journal id: the same for two API keys of one fingerprint")
+	}
+	tab := newIdempotencyTable(time.Hour, nil)
+	if got, _ := tab.claim(ka); got != claimNew {
+		t.Fatalf("first claim: got %v, want new", got)
+	}
+	tab.done(ka, 1, time.Now())
+	if got, id := tab.claim(kb); got != claimNew {
+		t.Errorf("the other API key's claim of the same key: got %v (category %d), want new", got, id)
+	}
+	keys := newEtcdKeys("petstore")
+	if ea, eb := keys.idempotencyKey(ka), keys.idempotencyKey(kb); bytes.Equal(ea, eb) {
+		t.Errorf("etcd key: %s for both API keys", ea)
 	}
 }

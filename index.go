@@ -71,6 +71,9 @@ func (x *index) add(key string, c Category) (json []byte, unique bool) {
 	return x.list[start:len(x.list):len(x.list)], len(x.names) > known
 }
 
+// count returns how many categories x holds.
+func (x *index) count() int { return len(x.items) }
+
 // lastID returns the greatest id, or 0 when there is none.
 func (x *index) lastID() int64 {
 	if len(x.items) == 0 {

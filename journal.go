@@ -79,20 +79,22 @@ func openJournal(path string, syncDir func(dir string) error, readOnly bool) (*j
 	var f *os.File
 	var err error
 	created := false
+	// O_NOFOLLOW: a symbolic link planted at path, in a directory others
+	// can write, must not make petstore create or overwrite its target.
 	if readOnly {
-		f, err = os.Open(path)
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	} else {
 		if err := makeDirs(dir, syncDir); err != nil {
 			return nil, nil, err
 		}
-		_, statErr := os.Stat(path)
+		_, statErr := os.Lstat(path)
 		created = errors.Is(statErr, os.ErrNotExist)
 		// Not O_APPEND: lines are written in place, over the zeros
 		// reserved ahead (and WriteAt refuses a file opened to append).
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, refuseSymlink(path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -114,6 +116,18 @@ func openJournal(path string, syncDir func(dir string) error, readOnly bool) (*j
 		return nil, nil, err
 	}
 	return j, data, nil
+}
+
+// refuseSymlink explains the error of an open with O_NOFOLLOW that met a
+// symbolic link (ELOOP, which alone says "too many levels of symbolic
+// links"); other errors are returned as they are.
+func refuseSymlink(path string, err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		if info, lerr := os.Lstat(path); lerr == nil && info.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link; petstore opens its files only where they are named, never through a link", path)
+		}
+	}
+	return err
 }
 
 // makeDirs creates dir and its missing parents, and fsyncs each one it
@@ -295,9 +309,9 @@ func isTorn(line []byte, complete bool, lineNo int, rest []byte) bool {
 func (j *journal) dropTornTail(tail []byte, offset int64, lineNo int, log *slog.Logger) error {
 	tornPath := j.path + ".torn"
 	_, statErr := os.Stat(tornPath)
-	tf, err := os.OpenFile(tornPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	tf, err := os.OpenFile(tornPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return err
+		return refuseSymlink(tornPath, err)
 	}
 	_, err = tf.Write(tail)
 	if err == nil {

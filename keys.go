@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"os"
 	"slices"
@@ -9,21 +10,26 @@ import (
 	"time"
 )
 
-// keyFilePoll is how often the key file's modification is looked for;
-// decisions.md asks for at least every 5 s.
+// keyFilePoll is how often the key file's modification is looked for. A
+// change is loaded by the poll after the one that found it (see poll), so
+// it is in force within about twice this.
 const keyFilePoll = 2 * time.Second
 
 // keyRotation reloads the key file (PETSTORE_API_KEYS_FILE) into a keyring:
-// on SIGHUP and when the file changes. The new set replaces the old one at
-// once; keys from PETSTORE_API_KEYS stay. A file that cannot be read or
-// holds a bad key leaves the old set in force and is logged with the file
-// and the line. Logs give the number of keys, never a key.
+// on SIGHUP and when the file has changed and then stayed unchanged for
+// one poll interval. The new set replaces the old one at once; keys from
+// PETSTORE_API_KEYS stay. A file that cannot be read or holds a bad key
+// leaves the old set in force and is logged with the file and the line.
+// Logs give the number of keys, never a key.
 type keyRotation struct {
 	ring    *keyring
 	envKeys []string
 	path    string
 	log     *slog.Logger
 	seen    fileVersion // of the file the ring holds
+	// changed is the file as the last poll found it, when that was not
+	// seen: a change not yet loaded.
+	changed *fileState
 }
 
 // fileVersion tells one content of a file from the next without reading
@@ -52,29 +58,77 @@ func newKeyRotation(ring *keyring, envKeys []string, path string, seen fileVersi
 	return &keyRotation{ring: ring, envKeys: envKeys, path: path, seen: seen, log: log}
 }
 
-// reload reads the file and puts its keys, with the environment's, in force.
-func (kr *keyRotation) reload(why string) {
-	version, err := versionOf(kr.path)
-	if err == nil {
-		var keys []string
-		if keys, err = readKeyFile(kr.path); err == nil {
-			kr.seen = version
-			kr.ring.current.Store(newKeySet(slices.Concat(kr.envKeys, keys)))
-			kr.log.Info("API keys reloaded", "reason", why, "file", kr.path, "file_keys", len(keys), "api_keys", len(kr.envKeys)+len(keys))
-			return
-		}
-	}
-	// Seen or not, a bad version is not tried again until it changes.
-	kr.seen = version
-	kr.log.Error("API keys not reloaded; the keys in force stay", "reason", why, "file", kr.path, "error", err.Error())
+// fileState is the key file as one poll found it.
+type fileState struct {
+	version fileVersion // zero when it could not be read
+	digest  [sha256.Size]byte
 }
 
-// run reloads on every signal on hup and whenever the file has changed,
-// looked at every poll, until ctx is done. Without a key file a signal is
-// only logged.
+// reload reads the file at once (SIGHUP) and puts its keys in force.
+func (kr *keyRotation) reload(why string) {
+	kr.changed = nil
+	version, err := versionOf(kr.path)
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(kr.path)
+	}
+	kr.load(why, version, data, err)
+}
+
+// poll loads the file once a change has stayed put for a whole poll: the
+// first poll that finds it changed only notes its version and content, and
+// the next one, a poll interval later, loads it if it finds both the same.
+// So a file being written in place is never loaded half-way, and a
+// finished change is in force within about two poll intervals. A file
+// rewritten with the same size and modification time is not seen (SIGHUP
+// loads it).
+func (kr *keyRotation) poll() {
+	version, err := versionOf(kr.path)
+	if err == nil && version == kr.seen || err != nil && kr.seen == (fileVersion{}) {
+		kr.changed = nil // as loaded, or missing as it was
+		return
+	}
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(kr.path)
+	}
+	now := fileState{version: version, digest: sha256.Sum256(data)}
+	if err != nil {
+		now = fileState{}
+	}
+	if kr.changed == nil || *kr.changed != now {
+		kr.changed = &now
+		return
+	}
+	kr.changed = nil
+	kr.load("file changed", version, data, err)
+}
+
+// load puts the keys of data, the file's content at version (or err, the
+// reason it could not be read), with the environment's, in force.
+func (kr *keyRotation) load(why string, version fileVersion, data []byte, err error) {
+	// Seen or not, a bad version is not tried again until it changes.
+	kr.seen = version
+	var keys []string
+	if err == nil {
+		keys, err = parseKeyFile(kr.path, data)
+	}
+	if err != nil {
+		kr.log.Error("API keys not reloaded; the keys in force stay", "reason", why, "file", kr.path, "error", err.Error())
+		return
+	}
+	kr.ring.current.Store(newKeySet(slices.Concat(kr.envKeys, keys)))
+	kr.log.Info("API keys reloaded", "reason", why, "file", kr.path, "file_keys", len(keys), "api_keys", len(kr.envKeys)+len(keys))
+}
+
+// run reloads on every signal on hup and, through poll, when the file has
+// changed, looked at every poll interval, until ctx is done. Without a key
+// file a signal is only logged. The interval is a timer set again after
+// each look, not a ticker: two looks are never closer than poll, however
+// late one of them ran.
 func (kr *keyRotation) run(ctx context.Context, hup <-chan os.Signal, poll time.Duration) {
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -85,15 +139,11 @@ func (kr *keyRotation) run(ctx context.Context, hup <-chan os.Signal, poll time.
 				continue
 			}
 			kr.reload("SIGHUP")
-		case <-tick.C:
-			if kr.path == "" {
-				continue
+		case <-timer.C:
+			if kr.path != "" {
+				kr.poll()
 			}
-			if v, err := versionOf(kr.path); err != nil || v != kr.seen {
-				if err == nil || kr.seen != (fileVersion{}) {
-					kr.reload("file changed")
-				}
-			}
+			timer.Reset(poll)
 		}
 	}
 }

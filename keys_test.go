@@ -1,17 +1,22 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// Key rotation through the real binary (decisions.md, "Operations"): a new
-// key file is in force within the poll interval, SIGHUP reloads at once, a
+// Key rotation through the real binary (README, "Rotating keys without a
+// restart"): a new
+// key file is in force within 6 s, SIGHUP reloads at once, a
 // request already past the key check is not affected, keys from the
 // environment stay, and a broken file keeps the keys in force.
 func TestKeyRotation(t *testing.T) {
@@ -42,14 +47,16 @@ func TestKeyRotation(t *testing.T) {
 		resp, _ := send(t, client, "GET", p.url("/v1/categories"), key, "", nil)
 		return resp.StatusCode
 	}
-	// waitStatus polls, bounded by the poll interval and a margin, until
-	// key gets want.
+	// inForce is how soon a finished change of the file must be in force:
+	// it is loaded by the poll after the one that saw it.
+	const inForce = 6 * time.Second
+	// waitStatus polls, bounded by inForce, until key gets want.
 	waitStatus := func(what, key string, want int) {
 		t.Helper()
-		deadline := time.Now().Add(keyFilePoll + 3*time.Second)
+		deadline := time.Now().Add(inForce)
 		for got := status(key); got != want; got = status(key) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: still %d after %v, want %d", what, got, keyFilePoll+3*time.Second, want)
+				t.Fatalf("%s: still %d after %v, want %d", what, got, inForce, want)
 			}
 			time.Sleep(50 * time.Millisecond) // polling the service, bounded by deadline
 		}
@@ -82,7 +89,7 @@ func TestKeyRotation(t *testing.T) {
 	if err := os.Chtimes(file, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(keyFilePoll + 500*time.Millisecond) // at least one poll passes and sees nothing
+	time.Sleep(2*keyFilePoll + 500*time.Millisecond) // two polls pass and see nothing
 	if status(keyC) != http.StatusUnauthorized {
 		t.Fatalf("a rewrite polling cannot see was loaded without SIGHUP; the test proves nothing")
 	}
@@ -94,7 +101,7 @@ func TestKeyRotation(t *testing.T) {
 
 	// A broken file keeps the keys in force and says where it is broken.
 	writeKeys(keyC + "\nnot a key\n")
-	if p.waitLog(keyFilePoll+3*time.Second, func(l logLine) bool {
+	if p.waitLog(inForce, func(l logLine) bool {
 		return l["msg"] == "API keys not reloaded; the keys in force stay" && l["file"] == file && containsAll(l["error"], file, "line 2")
 	}) == nil {
 		t.Fatalf("no error naming %s and line 2 on stderr", file)
@@ -117,4 +124,117 @@ func containsAll(v any, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// A key file rewritten in place, in two parts with a pause shorter than the
+// poll interval between them, is never loaded half-way: the first part, a
+// valid key on its own (a prefix of the new key), is never accepted, and
+// the finished file is in force soon after. Through the real mux, with the
+// rotation polling every 200 ms so that several rewrites fit in a few
+// seconds, each timed so that a poll falls in its pause (half the
+// interval): loading a change at the first poll that sees it would load
+// the half key. Then a file
+// with a key shorter than 16 characters is refused and the keys in force
+// stay.
+func TestKeyFileWrittenInPlace(t *testing.T) {
+	t.Parallel()
+	const poll = 200 * time.Millisecond
+	file := filepath.Join(t.TempDir(), "keys")
+	key := "in-place-key-0-Vb7Nq2Wm"
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := versionOf(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := newKeyring([]string{key})
+	logs := &lockedBuffer{}
+	rotation := newKeyRotation(ring, nil, file, seen, slog.New(slog.NewJSONHandler(logs, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); rotation.run(ctx, nil, poll) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.keys = ring })
+	status := func(key string) int {
+		return env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + key}}).Code
+	}
+	waitAccepted := func(what, key string) {
+		t.Helper()
+		deadline := time.Now().Add(6 * time.Second)
+		for status(key) != http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not accepted within 6 s", what)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the handler, bounded by deadline
+		}
+	}
+
+	for round := 1; round <= 5; round++ {
+		next := fmt.Sprintf("in-place-key-%d-Hx4Tr8Lc", round)
+		half := next[:minKeyLength]
+		var halfAccepted atomic.Bool
+		stop, watched := make(chan struct{}), make(chan struct{})
+		go func() { // asks with the half key all along
+			defer close(watched)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if status(half) == http.StatusOK {
+					halfAccepted.Store(true)
+				}
+				time.Sleep(time.Millisecond) // pacing, not synchronisation
+			}
+		}()
+		// The last load was a poll, at most a few ms ago: the write starts
+		// three quarters of a poll after it, so that the next poll falls in
+		// the middle of the pause.
+		time.Sleep(poll * 3 / 4)
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(half)
+		time.Sleep(poll / 2) // a slow writer's pause: the scenario, not a synchronisation
+		f.WriteString(next[minKeyLength:] + "\n")
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitAccepted(fmt.Sprintf("rewrite %d", round), next)
+		close(stop)
+		<-watched
+		if halfAccepted.Load() {
+			t.Fatalf("rewrite %d: the half-written file was loaded (its first part was accepted as a key)", round)
+		}
+		if status(key) != http.StatusUnauthorized {
+			t.Fatalf("rewrite %d: the key of the file before is still accepted", round)
+		}
+		key = next
+	}
+
+	const valid, short = "in-place-key-9-Zp3Kd6Ye", "short-Key-4Fx"
+	tmp := file + ".new"
+	if err := os.WriteFile(tmp, []byte(valid+"\n"+short+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(6 * time.Second)
+	for !strings.Contains(logs.String(), "API keys not reloaded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a file with a short key on line 2: no error logged within 6 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the log, bounded by deadline
+	}
+	if got := logs.String(); !strings.Contains(got, "line 2") || !strings.Contains(got, "16 characters") {
+		t.Errorf("the error does not name line 2 and the length rule: %s", got)
+	}
+	if status(key) != http.StatusOK || status(valid) != http.StatusUnauthorized {
+		t.Errorf("after a file with a short key: want the keys in force kept, the file's not loaded")
+	}
+	checkNoSecrets(t, logs.lines(), key, valid, short)
 }

@@ -61,6 +61,8 @@ through the environment:
                             read again on SIGHUP and when it changes
   PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
   PETSTORE_MAX_CONNS        open connections at most (default 10000)
+  PETSTORE_MAX_CATEGORIES   categories the catalogue holds at most, across an
+                            etcd cluster too (default 1000000)
   PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
   PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
@@ -129,7 +131,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	log := newJSONLogger(sink.Direct())
 
 	commits := newCommitMetrics()
-	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL}
+	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL, maxCategories: cfg.maxCats}
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local fsync for a second P to overlap.
 	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {

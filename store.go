@@ -60,7 +60,14 @@ type storeOptions struct {
 	syncDir func(dir string) error
 	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
 	etcd etcdConfig
+	// maxCategories bounds the catalogue: a create beyond it is refused
+	// with errQuotaExceeded; 0 is defaultMaxCategories.
+	maxCategories int64
 }
+
+// defaultMaxCategories is PETSTORE_MAX_CATEGORIES unless set: the worst
+// case it allows on disk and in memory is in README, "Catalogue size".
+const defaultMaxCategories = 1_000_000
 
 // openStore opens the store that PETSTORE_DATA names: ":memory:", an
 // etcd:// or etcds:// URL (configured by opts.etcd), or the path of a
@@ -77,6 +84,9 @@ func openStore(data string, opts storeOptions) (Store, error) {
 	}
 	if opts.idempotencyTTL <= 0 {
 		opts.idempotencyTTL = defaultIdempotencyTTL
+	}
+	if opts.maxCategories <= 0 {
+		opts.maxCategories = defaultMaxCategories
 	}
 	if data == memoryPath {
 		return newMemoryStore(opts), nil
@@ -97,6 +107,9 @@ var (
 	// belongs to another instance, or to this one once it is back.
 	errStoreClosed  = apiErrorf(codeUnavailable, "the service is stopping; retry in a moment")
 	errIDsExhausted = fmt.Errorf("no id left: the last category has id %d, the largest an id can be", int64(math.MaxInt64))
+	// errQuotaExceeded answers a create when the catalogue holds
+	// PETSTORE_MAX_CATEGORIES categories already.
+	errQuotaExceeded = apiErrorf(codeQuotaExceeded, "the catalogue is full: it holds the most categories this service keeps (PETSTORE_MAX_CATEGORIES); nothing was created")
 )
 
 func errConflict(name string) error {
@@ -131,9 +144,11 @@ func newCreateRequest(nc NewCategory) *createRequest {
 
 // assignBatch decides ids and uniqueness for a batch of creates against x,
 // committed at now: each accepted request gets its category and its record
-// (a journal line) is appended to records; the others get their error. seen
-// is scratch space. Nothing changes in x until applyBatch.
-func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time) ([]byte, int) {
+// (a journal line) is appended to records; the others get their error.
+// Creates that would take the catalogue past maxCategories get
+// errQuotaExceeded. seen is scratch space. Nothing changes in x until
+// applyBatch.
+func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time, maxCategories int64) ([]byte, int) {
 	clear(seen)
 	next := x.lastID()
 	accepted := 0
@@ -144,6 +159,10 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 	for _, req := range batch {
 		if _, dup := seen[req.key]; dup || x.has(req.key) {
 			req.err = errConflict(req.nc.Name)
+			continue
+		}
+		if int64(x.count()+accepted) >= maxCategories {
+			req.err = errQuotaExceeded
 			continue
 		}
 		if next == math.MaxInt64 {

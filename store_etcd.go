@@ -56,6 +56,10 @@ type etcdStore struct {
 	counterRev int64
 	seen       map[string]struct{}
 	lease      etcdLease // for Idempotency-Keys; the writer goroutine's
+	// maxCategories bounds the counter, hence the catalogue, cluster-wide:
+	// ids are consecutive from 1, so the counter is the number of
+	// categories.
+	maxCategories int64
 
 	// Idempotency-Keys this instance has made or is making: creates in
 	// flight, and done ones to replay without a round trip. Keys made on
@@ -121,7 +125,8 @@ func newEtcdKeys(prefix string) etcdKeys {
 		counter:    []byte(root + "counter"),
 		names:      []byte(root + "names/"),
 		categories: []byte(root + "categories/"),
-		// idempotency/SCOPE/KEY: an Idempotency-Key, under a lease.
+		// idempotency/SCOPE/KEY: an Idempotency-Key, under a lease;
+		// SCOPE is the API key's SHA-256 in hex.
 		idempotency: []byte(root + "idempotency/"),
 	}
 	k.categoriesEnd = prefixEnd(k.categories)
@@ -137,7 +142,7 @@ func (k etcdKeys) name(folded string) []byte {
 }
 
 func (k etcdKeys) idempotencyKey(ik *idempotencyKey) []byte {
-	key := append(bytes.Clone(k.idempotency), ik.scope...)
+	key := hex.AppendEncode(bytes.Clone(k.idempotency), ik.scope[:])
 	key = append(key, '/')
 	return append(key, ik.key...)
 }
@@ -178,6 +183,9 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
+	if opts.maxCategories <= 0 {
+		opts.maxCategories = defaultMaxCategories
+	}
 	c, err := newEtcdClient(cfg)
 	if err != nil {
 		return nil, err
@@ -193,6 +201,8 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		seen:     make(map[string]struct{}),
 		idx:      newIndex(0, 0),
 		advanced: make(chan struct{}),
+
+		maxCategories: opts.maxCategories,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
 	defer cancel()
@@ -414,6 +424,9 @@ func (s *etcdStore) commit(batch []*createRequest) {
 	var unknown error // the last unknown outcome, while one may still apply
 	backoff := 20 * time.Millisecond
 	for attempt := 0; len(pending) > 0; attempt++ {
+		if pending = s.cutToQuota(pending); len(pending) == 0 {
+			return
+		}
 		if s.counter > math.MaxInt64-int64(len(pending)) {
 			for _, p := range pending {
 				p.req.err = errIDsExhausted
@@ -485,6 +498,23 @@ func (s *etcdStore) commit(batch []*createRequest) {
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
+}
+
+// cutToQuota refuses, with errQuotaExceeded, the creates of pending that
+// would take the counter past maxCategories, and returns the others. The
+// txn commits only on top of the counter known here (it compares its
+// mod_revision), so cutting every batch to the room left keeps all
+// instances together within the cap. An unknown outcome is settled by
+// the same txn again: the counter has not moved, nor has the cut.
+func (s *etcdStore) cutToQuota(pending []*pendingCreate) []*pendingCreate {
+	room := max(s.maxCategories-s.counter, 0)
+	if int64(len(pending)) <= room {
+		return pending
+	}
+	for _, p := range pending[room:] {
+		p.req.err = errQuotaExceeded
+	}
+	return pending[:room]
 }
 
 // checkNames answers 409 for names the cache knows and for a name given

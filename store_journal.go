@@ -17,6 +17,7 @@ type journalStore struct {
 	w    *groupWriter
 	keys *idempotencyTable
 	now  func() time.Time
+	max  int64 // categories at most
 
 	// failed holds the error that stopped the journal, once a write could
 	// not be undone; from then on creates fail until a restart.
@@ -44,7 +45,10 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 		j.close()
 		return nil, err
 	}
-	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, seen: make(map[string]struct{}), onCommit: opts.onCommit}
+	if opts.maxCategories <= 0 {
+		opts.maxCategories = defaultMaxCategories
+	}
+	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, max: opts.maxCategories, seen: make(map[string]struct{}), onCommit: opts.onCommit}
 	s.w = newGroupWriter(maxBatch, s.commit, opts.onBatch)
 	return s, nil
 }
@@ -67,7 +71,7 @@ func (s *journalStore) commit(batch []*createRequest) {
 		return
 	}
 	var accepted int
-	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0], s.now())
+	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0], s.now(), s.max)
 	if accepted == 0 {
 		return
 	}

@@ -13,6 +13,7 @@ type memoryStore struct {
 	idx  *index
 	keys *idempotencyTable
 	now  func() time.Time
+	max  int64 // categories at most
 
 	mu      sync.Mutex // serialises creates
 	seen    map[string]struct{}
@@ -26,7 +27,11 @@ func newMemoryStore(opts storeOptions) *memoryStore {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
-	return &memoryStore{idx: newIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now, seen: make(map[string]struct{})}
+	if opts.maxCategories <= 0 {
+		opts.maxCategories = defaultMaxCategories
+	}
+	return &memoryStore{idx: newIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now,
+		max: opts.maxCategories, seen: make(map[string]struct{})}
 }
 
 func (s *memoryStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
@@ -45,7 +50,7 @@ func (s *memoryStore) commit(req *createRequest) {
 	defer s.mu.Unlock()
 	s.batch[0] = req
 	var accepted int
-	s.records, accepted = assignBatch(s.idx, s.batch[:], s.seen, s.records[:0], s.now())
+	s.records, accepted = assignBatch(s.idx, s.batch[:], s.seen, s.records[:0], s.now(), s.max)
 	if accepted > 0 {
 		applyBatch(s.idx, s.batch[:])
 	}
