@@ -33,16 +33,18 @@ import (
 //
 // Writes: the creates waiting on this instance share one txn (group
 // commit). It compares the counter's mod_revision with the one last seen
-// and every name key's create_revision with 0, and puts the counter, the
-// name keys and the records together; so ids are consecutive across all
-// instances and names unique. A 201 means etcd acknowledged the txn (a
-// quorum has it on disk).
+// and the create_revision of every name key and record key with 0, and
+// puts the counter, the name keys and the records together; so ids are
+// consecutive across all instances, names unique, and no record is ever
+// overwritten. A 201 means etcd acknowledged the txn (a quorum has it on
+// disk).
 //
 // Reads: the cache is an index filled by a range at start and kept current
-// by one watch of categories/. Watch events come in revision order, which is
-// id order, so the index stays append-only and its bytes, hence its ETag,
-// are the same on every instance. Categories are never changed or deleted
-// by petstore.
+// by one watch of categories/. Only valid records enter it (see record):
+// anyone who can write the prefix may have put anything there. Watch
+// events come in revision order, which is id order, so the index stays
+// append-only and its bytes, hence its ETag, are the same on every
+// instance. Categories are never changed or deleted by petstore.
 type etcdStore struct {
 	c        *etcdClient
 	log      *slog.Logger
@@ -627,18 +629,7 @@ func (s *etcdStore) commit(batch []*createRequest) {
 		resp, err := s.c.txn(ctx, txn)
 		switch {
 		case err == nil && resp.Succeeded:
-			if s.onCommit != nil {
-				s.onCommit(len(pending), time.Since(start))
-			}
-			now := s.now()
-			for _, p := range pending {
-				p.req.cat.ID = p.id
-				p.req.at = now
-			}
-			s.counter += int64(len(pending))
-			s.counterRev = int64(resp.Header.Revision)
-			s.noteCounter(s.counter)
-			s.down.Store(nil)
+			s.committed(pending, resp, time.Since(start))
 			return
 		case err == nil:
 			if pending, err = s.settle(pending, resp); err != nil {
@@ -780,6 +771,22 @@ func (s *etcdStore) firstID(kvs []etcdKV) int64 {
 		}
 	}
 	return 0
+}
+
+// committed records the txn of pending that etcd applied.
+func (s *etcdStore) committed(pending []*pendingCreate, resp *txnResponse, took time.Duration) {
+	if s.onCommit != nil {
+		s.onCommit(len(pending), took)
+	}
+	now := s.now()
+	for _, p := range pending {
+		p.req.cat.ID = p.id
+		p.req.at = now
+	}
+	s.counter += int64(len(pending))
+	s.counterRev = int64(resp.Header.Revision)
+	s.noteCounter(s.counter)
+	s.down.Store(nil)
 }
 
 // checkNames answers 409 for names the cache knows and for a name given
