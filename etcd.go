@@ -147,6 +147,7 @@ type (
 		RangeEnd     []byte `json:"range_end,omitempty"`
 		Limit        int64  `json:"limit,omitempty"`
 		Revision     int64  `json:"revision,omitempty"`
+		KeysOnly     bool   `json:"keys_only,omitempty"`
 		CountOnly    bool   `json:"count_only,omitempty"`
 		Serializable bool   `json:"serializable,omitempty"`
 	}
@@ -284,6 +285,11 @@ func decodeGatewayError(status int, body []byte) *gatewayError {
 // later, or never: the caller must settle it by reading back.
 var errUnknownOutcome = errors.New("etcd: the outcome of a write is unknown")
 
+// errAnswerTooLarge: etcd's answer was longer than maxGatewayAnswer. It is
+// final: another endpoint holds the same data. A caller that reads a range
+// asks again for fewer keys.
+var errAnswerTooLarge = errors.New("etcd: the answer is too large")
+
 // errEtcdUnreachable: no endpoint answered within the call's deadline.
 var errEtcdUnreachable = errors.New("etcd: no endpoint answered")
 
@@ -338,6 +344,9 @@ func (c *etcdClient) call(ctx context.Context, path string, in, out any, write b
 		}
 		i, ep := c.endpoint()
 		status, respBody, err := c.post(ctx, ep, path, body)
+		if errors.Is(err, errAnswerTooLarge) {
+			return fmt.Errorf("etcd %s %s: %w", ep, path, err)
+		}
 		if err != nil {
 			last = fmt.Errorf("%s: %w", ep, err)
 			c.rotate(i)
@@ -396,15 +405,15 @@ func (c *etcdClient) post(ctx context.Context, endpoint, path string, body []byt
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	// A page of etcdPageSize categories of the largest size fits well
-	// below; a gateway that sends more is not answering what was asked, and
-	// says so rather than leaving a cut answer to fail decoding.
+	// Pages are sized to fit well below (see catchUp); an answer that is
+	// longer holds values no category needs, which another writer put
+	// there, and says so rather than leaving a cut answer to fail decoding.
 	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayAnswer+1))
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(respBody) > maxGatewayAnswer {
-		return 0, nil, fmt.Errorf("etcd answered %s with more than %d bytes", path, maxGatewayAnswer)
+		return 0, nil, fmt.Errorf("%w: more than %d bytes", errAnswerTooLarge, maxGatewayAnswer)
 	}
 	return resp.StatusCode, respBody, nil
 }

@@ -407,12 +407,29 @@ func checkJournalHeader(line []byte) (header, error) {
 // A record's "idempotency" member (format versions 2 and 3) is loaded into
 // keys, unless it has expired or keys is nil.
 func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool, err error) {
+	c, idem, err := parseRecord(line)
+	if err != nil {
+		return false, err
+	}
+	if c.ID <= x.lastID() {
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
+	}
+	if idem != nil && keys != nil {
+		keys.load(idem.id, c.ID, idem.at)
+	}
+	_, unique := x.add(foldName(c.Name), c)
+	return !unique, nil
+}
+
+// parseRecord reads one record line as replay accepts it: the rules of
+// every earlier version, not the stricter ones of a request.
+func parseRecord(line []byte) (Category, *keyRecord, error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
-		return false, errors.New("not a valid JSON record")
+		return Category{}, nil, errors.New("not a valid JSON record")
 	}
 	members, err := objectMembers(line, make([]member, 0, 3))
 	if err != nil {
-		return false, errors.New("not a JSON object")
+		return Category{}, nil, errors.New("not a JSON object")
 	}
 	var c Category
 	var sawID, sawName bool
@@ -422,7 +439,7 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
 			id, ok := parseID(string(m.value))
 			if !ok {
-				return false, fmt.Errorf("id %s is not a positive integer", m.value)
+				return Category{}, nil, fmt.Errorf("id %s is not a positive integer", m.value)
 			}
 			c.ID, sawID = id, true
 		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
@@ -433,27 +450,20 @@ func replayRecord(x *index, line []byte, keys *idempotencyTable) (collides bool,
 			c.HasDescription = err == nil
 		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "array":
 			if idem, err = parseKeyRecord(m.value); err != nil {
-				return false, err
+				return Category{}, nil, err
 			}
 		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "object":
 			if idem, err = parseKeyRecordV2(m.value); err != nil {
-				return false, err
+				return Category{}, nil, err
 			}
 		default:
-			return false, fmt.Errorf("unexpected member %q", m.name)
+			return Category{}, nil, fmt.Errorf("unexpected member %q", m.name)
 		}
 	}
 	if !sawID || !sawName {
-		return false, errors.New("record lacks an id or a name")
+		return Category{}, nil, errors.New("record lacks an id or a name")
 	}
-	if c.ID <= x.lastID() {
-		return false, fmt.Errorf("id %d does not follow id %d", c.ID, x.lastID())
-	}
-	if idem != nil && keys != nil {
-		keys.load(idem.id, c.ID, idem.at)
-	}
-	_, unique := x.add(foldName(c.Name), c)
-	return !unique, nil
+	return c, idem, nil
 }
 
 // keyRecord is the "idempotency" member of a record.

@@ -199,6 +199,12 @@ func (m *serviceMetrics) writeTo(out io.Writer) {
 	e.histogram("petstore_store_commit_batch_size", "", &m.commits.size)
 	e.family("petstore_store_commit_duration_seconds", "histogram", "Time of one journal write+fsync or one etcd txn.")
 	e.histogram("petstore_store_commit_duration_seconds", "", &m.commits.duration)
+	var refused uint64
+	if rs, ok := m.store.(interface{ recordsRefused() uint64 }); ok {
+		refused = rs.recordsRefused()
+	}
+	e.family("petstore_store_records_refused_total", "counter", "Records in the store that are not served because they are not valid categories (another writer of the etcd prefix put them there).")
+	e.sample("petstore_store_records_refused_total", "", float64(refused))
 	e.family("petstore_build_info", "gauge", "Always 1; the labels say which build is running.")
 	e.sample("petstore_build_info", m.buildInfo, 1)
 

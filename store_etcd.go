@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // etcdStore keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
@@ -32,16 +33,18 @@ import (
 //
 // Writes: the creates waiting on this instance share one txn (group
 // commit). It compares the counter's mod_revision with the one last seen
-// and every name key's create_revision with 0, and puts the counter, the
-// name keys and the records together; so ids are consecutive across all
-// instances and names unique. A 201 means etcd acknowledged the txn (a
-// quorum has it on disk).
+// and the create_revision of every name key and record key with 0, and
+// puts the counter, the name keys and the records together; so ids are
+// consecutive across all instances, names unique, and no record is ever
+// overwritten. A 201 means etcd acknowledged the txn (a quorum has it on
+// disk).
 //
 // Reads: the cache is an index filled by a range at start and kept current
-// by one watch of categories/. Watch events come in revision order, which is
-// id order, so the index stays append-only and its bytes, hence its ETag,
-// are the same on every instance. Categories are never changed or deleted
-// by petstore.
+// by one watch of categories/. Only valid records enter it (see record):
+// anyone who can write the prefix may have put anything there. Watch
+// events come in revision order, which is id order, so the index stays
+// append-only and its bytes, hence its ETag, are the same on every
+// instance. Categories are never changed or deleted by petstore.
 type etcdStore struct {
 	c        *etcdClient
 	log      *slog.Logger
@@ -54,6 +57,9 @@ type etcdStore struct {
 	// costs one failed txn, whose failure branch brings the fresh one.
 	counter    int64
 	counterRev int64
+	counterBad bool   // the counter key holds something other than an id
+	blocked    bool   // a key categories/<counter+1 or more> exists
+	refusing   string // why creates are refused, as last logged; "" while they are not
 	seen       map[string]struct{}
 	lease      etcdLease // for Idempotency-Keys; the writer goroutine's
 	// maxCategories bounds the counter, hence the catalogue, cluster-wide:
@@ -77,6 +83,20 @@ type etcdStore struct {
 	advanced chan struct{} // closed and replaced whenever the cache grows
 	catchMu  sync.Mutex    // one catch-up range read at a time
 
+	// lastCounter is the counter as last read from etcd, and when: the
+	// bound above which an id cannot exist yet (see idCeiling).
+	lastCounter atomic.Pointer[counterReading]
+
+	// Records under categories/ that are not served (see record), by key,
+	// so that each is logged and counted once.
+	refusedMu sync.Mutex
+	refused   map[string]struct{}
+	refusedN  atomic.Uint64
+
+	// Read-throughs under way (see Get), by id.
+	flightMu sync.Mutex
+	flights  map[int64]*readFlight
+
 	// down is why creates cannot be taken now, nil when they can. The
 	// write path and a background probe set it; Health reads it without
 	// any network I/O.
@@ -89,7 +109,7 @@ type etcdStore struct {
 
 // etcdMaxBatch bounds the creates of one txn. etcd allows 128 operations in
 // each of a txn's lists (--max-txn-ops); a batch of n creates with
-// Idempotency-Keys needs 1+2n compares, 1+3n puts and 2n+1 ranges:
+// Idempotency-Keys needs 1+3n compares, 1+3n puts and 2n+2 ranges:
 // 1+3·40 = 121.
 const etcdMaxBatch = 40
 
@@ -104,11 +124,14 @@ const (
 	etcdCacheWait = 250 * time.Millisecond
 	// etcdProbeEvery is how often the background probe checks for a quorum.
 	etcdProbeEvery = time.Second
-	// etcdPageSize is the categories read per range request. A category
-	// is at most about 10 KB as the gateway sends it (1000 characters of
-	// description, each up to 6 bytes of JSON, then base64), so a page is
-	// at most about 1 MB, well within maxGatewayAnswer.
-	etcdPageSize = 100
+	// etcdPageSize is the most categories read per range request, and
+	// etcdPageBytes about the most bytes: a page after one of large values
+	// asks for fewer (see nextPageLimit). A valid category is at most about
+	// 22 KB as the gateway sends it (maxRecordBytes, then base64), so a
+	// full page of them fits maxGatewayAnswer; values that do not are not
+	// categories, and a page that holds them is asked for again, smaller.
+	etcdPageSize  = 100
+	etcdPageBytes = 1 << 20
 	// maxGatewayAnswer bounds what petstore reads of one gateway answer.
 	maxGatewayAnswer = 8 << 20
 )
@@ -199,6 +222,8 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		idemTTL:  opts.idempotencyTTL,
 		keys:     newEtcdKeys(cfg.prefix),
 		seen:     make(map[string]struct{}),
+		refused:  make(map[string]struct{}),
+		flights:  make(map[int64]*readFlight),
 		idx:      newIndex(0, 0),
 		advanced: make(chan struct{}),
 
@@ -207,11 +232,18 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
 	defer cancel()
 	counter, err := waitForEtcd(ctx, c, s.keys, cfg)
+	if errors.Is(err, errBadCounter) {
+		// Another writer's doing: the categories can still be served;
+		// creates are refused until the counter is an id again.
+		s.log.Error("etcd: creates are refused until the counter is an id again", "err", err)
+		s.counterBad, err = true, nil
+	}
 	if err != nil {
 		c.close()
 		return nil, err
 	}
 	s.counter, s.counterRev = counter.value, counter.rev
+	s.noteCounter(counter.value)
 	if err := s.catchUp(ctx); err != nil {
 		c.close()
 		return nil, fmt.Errorf("reading the categories under %s: %w", s.keys.root, err)
@@ -233,13 +265,16 @@ type counterState struct {
 	value, rev int64
 }
 
+// errBadCounter: the counter key holds something petstore never writes.
+var errBadCounter = errors.New("etcd: the counter is not an id")
+
 func parseCounter(kvs []etcdKV) (counterState, error) {
 	if len(kvs) == 0 {
 		return counterState{}, nil
 	}
 	v, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
 	if err != nil || v < 0 {
-		return counterState{}, fmt.Errorf("etcd key %s holds %q, not an id", kvs[0].Key, truncate(string(kvs[0].Value), 40))
+		return counterState{}, fmt.Errorf("%w: key %s holds %q", errBadCounter, kvs[0].Key, truncate(string(kvs[0].Value), 40))
 	}
 	return counterState{value: v, rev: int64(kvs[0].ModRevision)}, nil
 }
@@ -275,27 +310,153 @@ func waitForEtcd(ctx context.Context, c *etcdClient, keys etcdKeys, cfg etcdConf
 func (s *etcdStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
 
 // Get answers from the cache, and asks etcd for an id beyond it: a
-// Location from another instance can be followed here at once.
+// Location from another instance can be followed here at once. An id that
+// cannot exist yet costs etcd nothing, and concurrent reads of one id share
+// one request.
 func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 	snap := s.idx.snapshot()
 	if body, ok := snap.get(id); ok {
 		return body, nil
 	}
-	if n := snap.Len(); n > 0 && id <= snap.items[n-1].id {
+	if n := snap.Len(); n > 0 && id <= snap.items[n-1].id || id > s.idCeiling() {
 		return nil, errNotFound // ids are never reused: a gap stays a gap
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*s.c.timeout)
-	defer cancel()
-	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: s.keys.category(id)})
-	if err != nil {
+	s.flightMu.Lock()
+	f, joined := s.flights[id]
+	if !joined {
+		f = &readFlight{done: make(chan struct{})}
+		s.flights[id] = f
+	}
+	s.flightMu.Unlock()
+	if !joined {
+		// Not bound to this request: the others waiting on it must not
+		// fail because its client went away.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.c.timeout)
+		f.body, f.err = s.readRecord(rctx, id)
+		cancel()
+		s.flightMu.Lock()
+		delete(s.flights, id)
+		s.flightMu.Unlock()
+		close(f.done)
+	}
+	select {
+	case <-f.done:
+		return f.body, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readFlight is one read of a category that concurrent Gets of its id share.
+type readFlight struct {
+	done chan struct{} // closed when body and err are set
+	body []byte
+	err  error
+}
+
+// readRecord reads the category id from etcd, linearizably. A record that
+// is not valid is not there.
+func (s *etcdStore) readRecord(ctx context.Context, id int64) ([]byte, error) {
+	key := s.keys.category(id)
+	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: key})
+	switch {
+	case errors.Is(err, errAnswerTooLarge):
+		s.refuse(key, err)
+		return nil, errNotFound
+	case err != nil:
 		s.log.Warn("etcd: reading a category not yet in the cache failed", "id", id, "err", err)
 		return nil, errUnavailable
-	}
-	if len(r.Kvs) == 0 {
+	case len(r.Kvs) == 0:
 		return nil, errNotFound
 	}
-	return r.Kvs[0].Value, nil
+	c, err := s.record(r.Kvs[0])
+	if err != nil {
+		s.refuse(key, err)
+		return nil, errNotFound
+	}
+	return c.appendJSON(nil), nil
 }
+
+// counterReading is the counter as read from etcd at a time.
+type counterReading struct {
+	value int64
+	at    time.Time
+}
+
+func (s *etcdStore) noteCounter(v int64) {
+	s.lastCounter.Store(&counterReading{value: v, at: time.Now()})
+}
+
+// Bounds of the ids a Get asks etcd for. The probe reads the counter every
+// etcdProbeEvery; while the last reading is at most etcdCounterFresh old, an
+// id more than etcdIDLead above it (or above the cache's last id) cannot
+// exist yet: that many creates in so little time would take etcd some
+// hundreds of thousands of full txns a second, far beyond what it commits.
+// Any id a 201 can have handed out is below the bound, so a Location can
+// still be followed on any instance at once.
+const (
+	etcdCounterFresh = 3 * etcdProbeEvery
+	etcdIDLead       = 1 << 24
+)
+
+// idCeiling returns the greatest id that may exist now.
+func (s *etcdStore) idCeiling() int64 {
+	r := s.lastCounter.Load()
+	if r == nil || time.Since(r.at) > etcdCounterFresh {
+		return math.MaxInt64
+	}
+	base := max(r.value, s.idx.snapshot().lastIDOrZero())
+	if base > math.MaxInt64-etcdIDLead {
+		return math.MaxInt64
+	}
+	return base + etcdIDLead
+}
+
+// maxRecordBytes bounds a category record as etcd holds it. The largest
+// valid one, 1100 code points of name and description each written as a
+// 12-byte escaped surrogate pair, is about 13.3 KB.
+const maxRecordBytes = 16 << 10
+
+// record returns the category kv holds if petstore may serve it: a record
+// journal replay accepts, within the lengths every version's requests kept
+// to, whose id is its key's. Anything else was put there by another writer.
+func (s *etcdStore) record(kv etcdKV) (Category, error) {
+	id, ok := s.keys.idOf(kv.Key)
+	if !ok {
+		return Category{}, errors.New("the key is not categories/ and an id of 19 digits")
+	}
+	if len(kv.Value) > maxRecordBytes {
+		return Category{}, fmt.Errorf("%d bytes, more than a category takes", len(kv.Value))
+	}
+	c, _, err := parseRecord(kv.Value)
+	switch {
+	case err != nil:
+		return Category{}, err
+	case c.ID != id:
+		return Category{}, fmt.Errorf("its id %d is not its key's", c.ID)
+	case utf8.RuneCountInString(c.Name) > maxNameLen:
+		return Category{}, fmt.Errorf("its name is longer than %d characters", maxNameLen)
+	case utf8.RuneCountInString(c.Description) > maxDescriptionLen:
+		return Category{}, fmt.Errorf("its description is longer than %d characters", maxDescriptionLen)
+	}
+	return c, nil
+}
+
+// refuse logs and counts a record that is not served, once per key.
+func (s *etcdStore) refuse(key []byte, why error) {
+	s.refusedMu.Lock()
+	_, known := s.refused[string(key)]
+	s.refused[string(key)] = struct{}{}
+	s.refusedMu.Unlock()
+	if !known {
+		s.refusedN.Add(1)
+		s.log.Warn("etcd: a record under categories/ is not a valid category (another writer put it there); it is not served",
+			"key", truncate(string(key), 200), "err", why)
+	}
+}
+
+// recordsRefused returns how many records were not served (see record).
+func (s *etcdStore) recordsRefused() uint64 { return s.refusedN.Load() }
 
 // Create queues nc for the next txn, then waits until the category is in
 // the cache, so that this instance lists it as soon as it answers 201. A
@@ -312,6 +473,10 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 			return s.replay(ctx, nc, id)
 		case claimInFlight:
 			return created{}, errIdempotencyKeyInUse
+		}
+		if s.nameCached(foldName(nc.Name)) {
+			defer s.idem.release(k)
+			return s.keyedTaken(ctx, nc)
 		}
 		if err := s.Health(); err != nil {
 			s.idem.release(k)
@@ -339,6 +504,38 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		return s.replay(ctx, nc, req.replayOf)
 	}
 	return created{id: req.cat.ID, json: s.awaitCached(req.cat)}, nil
+}
+
+// nameCached reports whether the cache holds a category named key
+// (folded).
+func (s *etcdStore) nameCached(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idx.has(key)
+}
+
+// keyedTaken answers a keyed create of a name the cache holds. It cannot
+// create anything, but it may be the retry of the create that took the
+// name, made on another instance: the key tells, and is read, not written.
+func (s *etcdStore) keyedTaken(ctx context.Context, nc NewCategory) (created, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*s.c.timeout)
+	defer cancel()
+	r, err := s.c.rangeKeys(rctx, rangeRequest{Key: s.keys.idempotencyKey(nc.idem)})
+	if err != nil {
+		s.log.Warn("etcd: reading an Idempotency-Key failed", "err", err)
+		return created{}, errUnavailable
+	}
+	if len(r.Kvs) == 0 {
+		return created{}, errConflict(nc.Name)
+	}
+	var claim keyClaim
+	if err := json.Unmarshal(r.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
+		return created{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, truncate(string(r.Kvs[0].Value), 80))
+	}
+	if claim.Request != requestHex(nc) {
+		return created{}, errIdempotencyKeyReused
+	}
+	return s.replay(ctx, nc, claim.ID)
 }
 
 // replay answers nc with category id, which an earlier create with the
@@ -424,13 +621,11 @@ func (s *etcdStore) commit(batch []*createRequest) {
 	var unknown error // the last unknown outcome, while one may still apply
 	backoff := 20 * time.Millisecond
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if pending = s.cutToQuota(pending); len(pending) == 0 {
+		if err := s.checkCounter(ctx, len(pending)); err != nil {
+			failPending(pending, err)
 			return
 		}
-		if s.counter > math.MaxInt64-int64(len(pending)) {
-			for _, p := range pending {
-				p.req.err = errIDsExhausted
-			}
+		if pending = s.cutToQuota(pending); len(pending) == 0 {
 			return
 		}
 		if err := s.ensureLease(ctx, pending); err != nil {
@@ -447,17 +642,7 @@ func (s *etcdStore) commit(batch []*createRequest) {
 		resp, err := s.c.txn(ctx, txn)
 		switch {
 		case err == nil && resp.Succeeded:
-			if s.onCommit != nil {
-				s.onCommit(len(pending), time.Since(start))
-			}
-			now := s.now()
-			for _, p := range pending {
-				p.req.cat.ID = p.id
-				p.req.at = now
-			}
-			s.counter += int64(len(pending))
-			s.counterRev = int64(resp.Header.Revision)
-			s.down.Store(nil)
+			s.committed(pending, resp, time.Since(start))
 			return
 		case err == nil:
 			if pending, err = s.settle(pending, resp); err != nil {
@@ -517,6 +702,123 @@ func (s *etcdStore) cutToQuota(pending []*pendingCreate) []*pendingCreate {
 	return pending[:room]
 }
 
+// errCounterBehind answers creates while a category record holds an id the
+// counter would give: another writer set the counter back.
+var errCounterBehind = errors.New("etcd: the id counter is below the id of a category record; a create would overwrite it")
+
+// counterRefusal returns why the writer's view of the counter cannot give
+// n ids after last, the cache's last id, or nil.
+func (s *etcdStore) counterRefusal(n int, last int64) error {
+	switch {
+	case s.counterBad:
+		return errBadCounter
+	case s.counter > math.MaxInt64-int64(n):
+		return errIDsExhausted
+	case s.blocked || s.counter < last:
+		return errCounterBehind
+	}
+	return nil
+}
+
+// checkCounter returns nil when the counter leaves room for n ids above
+// every record. A view that does not is read again before it refuses (two
+// quorum reads, no write): another writer may have put the counter right,
+// and a refusal must last no longer than its cause. Each new cause is
+// logged once, with the values.
+func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
+	// Taken before the read: every id the cache holds then is at most the
+	// counter a quorum read gives after. One taken later may be a create
+	// of another instance made since.
+	last := s.idx.snapshot().lastIDOrZero()
+	if s.counterRefusal(n, last) == nil {
+		s.refusing = ""
+		return nil
+	}
+	next, err := s.readCounter(ctx)
+	if errors.Is(err, errEtcdUnreachable) {
+		s.markDown(err)
+		return errUnavailable
+	}
+	if err != nil {
+		return err
+	}
+	why := s.counterRefusal(n, last)
+	if why == nil {
+		s.refusing = ""
+		return nil
+	}
+	if why.Error() != s.refusing {
+		s.refusing = why.Error()
+		s.log.Error("etcd: creates are refused until the counter is put right", "err", why,
+			"counter", s.counter, "last_cached_id", last, "record_above_counter", next)
+	}
+	return why
+}
+
+// readCounter reads the counter, then whether a category key lies above
+// it at the same revision, and returns that key's id (0: none).
+func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
+	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: s.keys.counter})
+	if err != nil {
+		return 0, err
+	}
+	counter, err := parseCounter(r.Kvs)
+	if s.counterBad = errors.Is(err, errBadCounter); err != nil {
+		return 0, nil // refused by counterRefusal
+	}
+	s.counter, s.counterRev, s.blocked = counter.value, counter.rev, false
+	s.noteCounter(counter.value)
+	if counter.value == math.MaxInt64 {
+		return 0, nil
+	}
+	above := s.aboveCounter()
+	above.Revision = int64(r.Header.Revision) // the counter's moment, not a later create's
+	if r, err = s.c.rangeKeys(ctx, *above); err != nil {
+		return 0, err
+	}
+	id := s.firstID(r.Kvs)
+	s.blocked = id != 0
+	return id, nil
+}
+
+// aboveCounter is the range of the keys of the next etcdMaxBatch ids
+// after the counter (s.counter < math.MaxInt64), which a batch may take
+// and which must not exist.
+func (s *etcdStore) aboveCounter() *rangeRequest {
+	end := s.keys.categoriesEnd
+	if s.counter < math.MaxInt64-etcdMaxBatch {
+		end = s.keys.category(s.counter + etcdMaxBatch + 1)
+	}
+	return &rangeRequest{Key: s.keys.category(s.counter + 1), RangeEnd: end, KeysOnly: true}
+}
+
+// firstID returns the id of the first key of kvs that is a category's
+// (keys another writer made up in between are not), or 0.
+func (s *etcdStore) firstID(kvs []etcdKV) int64 {
+	for _, kv := range kvs {
+		if id, ok := s.keys.idOf(kv.Key); ok {
+			return id
+		}
+	}
+	return 0
+}
+
+// committed records the txn of pending that etcd applied.
+func (s *etcdStore) committed(pending []*pendingCreate, resp *txnResponse, took time.Duration) {
+	if s.onCommit != nil {
+		s.onCommit(len(pending), took)
+	}
+	now := s.now()
+	for _, p := range pending {
+		p.req.cat.ID = p.id
+		p.req.at = now
+	}
+	s.counter += int64(len(pending))
+	s.counterRev = int64(resp.Header.Revision)
+	s.noteCounter(s.counter)
+	s.down.Store(nil)
+}
+
 // checkNames answers 409 for names the cache knows and for a name given
 // twice in the batch, and returns the other creates with their tokens.
 func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate, later []*createRequest) {
@@ -548,9 +850,9 @@ func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate
 func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 	n := len(pending)
 	t := &txnRequest{
-		Compare: make([]etcdCompare, 0, 1+2*n),
+		Compare: make([]etcdCompare, 0, 1+3*n),
 		Success: make([]etcdOp, 0, 1+3*n),
-		Failure: make([]etcdOp, 0, 2*n+1),
+		Failure: make([]etcdOp, 0, 2*n+2),
 	}
 	rev := s.counterRev
 	t.Compare = append(t.Compare, etcdCompare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
@@ -560,7 +862,10 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 		p.req.cat.ID = p.id
 		nameKey := s.keys.name(p.req.key)
 		claim, _ := json.Marshal(nameClaim{ID: p.id, Token: p.token})
-		t.Compare = append(t.Compare, etcdCompare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero})
+		t.Compare = append(t.Compare,
+			etcdCompare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero},
+			// Never over a record: the counter may have been set back.
+			etcdCompare{Target: "CREATE", Result: "EQUAL", Key: s.keys.category(p.id), CreateRevision: &zero})
 		t.Success = append(t.Success,
 			etcdOp{RequestPut: &putRequest{Key: nameKey, Value: claim}},
 			etcdOp{RequestPut: &putRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
@@ -575,7 +880,7 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 	}
 	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
 	t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: s.keys.counter, Value: last}})
-	t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: s.keys.counter}})
+	t.Failure = append(t.Failure, etcdOp{RequestRange: s.aboveCounter()}, etcdOp{RequestRange: &rangeRequest{Key: s.keys.counter}})
 	return t
 }
 
@@ -585,7 +890,9 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 // attempt committed. An Idempotency-Key made by another create answers
 // that create again (same request) or refuses (another request). A name
 // that holds another token is a conflict. The others are retried with the
-// fresh counter; settle returns those.
+// fresh counter; settle returns those. When the counter did not move and a
+// record holds an id it would give, the counter is behind: settle records
+// it for checkCounter.
 func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pendingCreate, error) {
 	ranges := make([]*rangeResponse, len(resp.Responses))
 	for i, r := range resp.Responses {
@@ -594,7 +901,7 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 		}
 		ranges[i] = r.ResponseRange
 	}
-	want := 1
+	want := 2 // the range above the counter, the counter
 	for _, p := range pending {
 		want++
 		if p.req.nc.idem != nil {
@@ -606,8 +913,10 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	}
 	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
 	if err != nil {
+		s.counterBad = errors.Is(err, errBadCounter)
 		return pending, err
 	}
+	blocked := counter.rev == s.counterRev && s.firstID(ranges[len(ranges)-2].Kvs) != 0
 	retry := pending[:0] // filled behind the loop's reads
 	var committed int
 	next := 0
@@ -653,8 +962,9 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	if committed > 0 {
 		s.down.Store(nil)
 	}
-	s.counter, s.counterRev = counter.value, counter.rev
-	return retry, nil
+	s.counter, s.counterRev, s.blocked = counter.value, counter.rev, blocked
+	s.noteCounter(counter.value)
+	return retry, nil // when blocked, the next checkCounter refuses them
 }
 
 // isLeaseNotFound reports whether err is etcd refusing a put because its
@@ -720,7 +1030,7 @@ func (s *etcdStore) Health() error {
 
 // probeLoop checks every etcdProbeEvery that a quorum answers (a
 // linearizable read of the counter), so that Health follows the cluster
-// even while no create comes.
+// even while no create comes, and Get knows how far ids go (idCeiling).
 func (s *etcdStore) probeLoop(ctx context.Context) {
 	defer s.bg.Done()
 	ticker := time.NewTicker(etcdProbeEvery)
@@ -732,10 +1042,15 @@ func (s *etcdStore) probeLoop(ctx context.Context) {
 		case <-ticker.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, s.c.timeout)
-		_, err := s.c.rangeKeys(pctx, rangeRequest{Key: s.keys.counter, CountOnly: true})
+		r, err := s.c.rangeKeys(pctx, rangeRequest{Key: s.keys.counter})
 		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if err == nil {
+			if counter, perr := parseCounter(r.Kvs); perr == nil {
+				s.noteCounter(counter.value)
+			}
 		}
 		was := s.down.Load()
 		if err != nil {
@@ -765,17 +1080,16 @@ func (s *etcdStore) apply(kvs []etcdKV, rev int64) {
 	defer s.mu.Unlock()
 	added := 0
 	for _, kv := range kvs {
-		id, ok := s.keys.idOf(kv.Key)
-		if !ok || id <= s.idx.lastID() {
+		if id, ok := s.keys.idOf(kv.Key); ok && id <= s.idx.lastID() {
 			continue
 		}
-		before := s.idx.lastID()
-		if _, err := replayRecord(s.idx, kv.Value, nil); err != nil {
-			s.log.Error("etcd: a category record is not what petstore writes; the cache keeps what it could read", "key", string(kv.Key), "err", err)
+		c, err := s.record(kv)
+		if err != nil {
+			s.refuse(kv.Key, err)
+			continue
 		}
-		if s.idx.lastID() != before {
-			added++
-		}
+		s.idx.add(foldName(c.Name), c)
+		added++
 	}
 	if rev > s.applied {
 		s.applied = rev
@@ -789,14 +1103,29 @@ func (s *etcdStore) apply(kvs []etcdKV, rev int64) {
 
 // catchUp reads, page by page at one revision, the categories after the
 // cache's last id, and applies them. Used at start, on a compaction, and
-// by a create the watch is slow to confirm.
+// by a create the watch is slow to confirm. Pages are bounded by bytes as
+// well as by count, so that large values another writer put there cannot
+// stop it.
 func (s *etcdStore) catchUp(ctx context.Context) error {
 	s.catchMu.Lock()
 	defer s.catchMu.Unlock()
 	from := s.keys.category(s.idx.snapshot().lastIDOrZero() + 1)
 	var rev int64
+	limit := int64(etcdPageSize)
 	for page := 0; page < math.MaxInt32; page++ {
-		r, err := s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: etcdPageSize, Revision: rev})
+		r, err := s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: limit, Revision: rev})
+		if errors.Is(err, errAnswerTooLarge) && limit > 1 {
+			limit = max(limit/8, 1)
+			continue
+		}
+		if errors.Is(err, errAnswerTooLarge) {
+			// One value alone is larger than an answer may be: far
+			// larger than a category. Step over its key.
+			if r, err = s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: 1, Revision: rev, KeysOnly: true}); err == nil && len(r.Kvs) > 0 {
+				s.refuse(r.Kvs[0].Key, errAnswerTooLarge)
+				r.Kvs[0].Value = nil
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -808,9 +1137,21 @@ func (s *etcdStore) catchUp(ctx context.Context) error {
 			break
 		}
 		from = append(bytes.Clone(r.Kvs[len(r.Kvs)-1].Key), 0)
+		limit = nextPageLimit(r.Kvs)
 	}
 	s.apply(nil, rev)
 	return nil
+}
+
+// nextPageLimit returns how many keys to ask for after a page of kvs:
+// as many as take about etcdPageBytes at the page's mean size.
+func nextPageLimit(kvs []etcdKV) int64 {
+	size := 0
+	for _, kv := range kvs {
+		size += len(kv.Key) + len(kv.Value)
+	}
+	mean := max(size*4/3/max(len(kvs), 1), 1) // base64
+	return int64(min(max(etcdPageBytes/mean, 1), etcdPageSize))
 }
 
 // lastIDOrZero returns the greatest id in the snapshot, or 0.
