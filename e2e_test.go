@@ -246,7 +246,7 @@ func TestRunDataLocked(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	first := startRun(t, baseEnv(data))
 
-	err, stderr := runToError(t, []string{"petstore"}, baseEnv(data))
+	stderr, err := runToError(t, []string{"petstore"}, baseEnv(data))
 	if !strings.Contains(err.Error(), "PETSTORE_DATA") {
 		t.Errorf("second run on a locked journal: got %v, want an error naming PETSTORE_DATA", err)
 	}
@@ -350,7 +350,7 @@ func TestRunConfigErrors(t *testing.T) {
 			if args == nil {
 				args = []string{"petstore"}
 			}
-			err, _ := runToError(t, args, env)
+			_, err := runToError(t, args, env)
 			msg := redact(err.Error())
 			for _, s := range tt.secrets {
 				if strings.Contains(msg, s) {

@@ -140,9 +140,9 @@ func startRun(t *testing.T, env map[string]string, opts ...func(*limits)) *servi
 }
 
 // runToError runs the program with args and env, which must make it fail
-// at start, and returns its error and stderr. A run still going after 5 s
+// at start, and returns its stderr and error. A run still going after 5 s
 // started half-configured: the test fails.
-func runToError(t *testing.T, args []string, env map[string]string) (error, *logCapture) {
+func runToError(t *testing.T, args []string, env map[string]string) (*logCapture, error) {
 	t.Helper()
 	svc := startRunning(env, args, defaultLimits)
 	select {
@@ -154,7 +154,7 @@ func runToError(t *testing.T, args []string, env map[string]string) (error, *log
 	if svc.err == nil {
 		t.Fatalf("run: got nil error, want it to fail at start")
 	}
-	return svc.err, svc.stderr
+	return svc.stderr, svc.err
 }
 
 var errStillRunning = errors.New("run did not return in time")

@@ -59,7 +59,6 @@ type testEnv struct {
 	handler http.Handler
 	store   Store
 	logs    *lockedBuffer
-	now     time.Time
 }
 
 type testOption func(*deps, *[]route)
