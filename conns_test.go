@@ -22,11 +22,17 @@ type limiterHarness struct {
 
 func newLimiterHarness(t *testing.T, max int) *limiterHarness {
 	t.Helper()
+	return harnessFor(t, newConnLimiter(max))
+}
+
+// harnessFor is newLimiterHarness with the limiter given.
+func harnessFor(t *testing.T, lim *connLimiter) *limiterHarness {
+	t.Helper()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &limiterHarness{lim: newConnLimiter(max), accepted: make(chan net.Conn, 16)}
+	h := &limiterHarness{lim: lim, accepted: make(chan net.Conn, 16)}
 	h.ln = h.lim.listen(raw)
 	t.Cleanup(func() { h.ln.Close() })
 	go func() {
@@ -249,5 +255,41 @@ func TestStopWithSlowBodies(t *testing.T) {
 	again.stop(t)
 	if _, err := os.Stat(data); err != nil {
 		t.Error(err)
+	}
+}
+
+// Connections that have not finished their first request's headers are
+// bounded apart from the cap: past the bound, the oldest of them is closed.
+// One whose request has been read no longer counts and is never closed for
+// a newcomer.
+func TestConnLimiterClosesOldestPending(t *testing.T) {
+	t.Parallel()
+	lim := newConnLimiter(100)
+	lim.maxPending = 2
+	h := harnessFor(t, lim)
+	var clients []net.Conn
+	for i := range 3 {
+		c, s := h.dial(t)
+		h.lim.connState(s, http.StateNew)
+		if i == 0 {
+			h.lim.connState(s, http.StateActive) // its headers are read
+		}
+		clients = append(clients, c)
+	}
+	for i, c := range clients {
+		if waitClosed(c, 50*time.Millisecond) {
+			t.Fatalf("connection %d closed within the bound", i)
+		}
+	}
+	c, s := h.dial(t) // pending now: 1, 2, 3
+	h.lim.connState(s, http.StateNew)
+	clients = append(clients, c)
+	if !waitClosed(clients[1], 5*time.Second) {
+		t.Fatal("the oldest pending connection was not closed past the bound")
+	}
+	for i, c := range clients {
+		if i != 1 && waitClosed(c, 50*time.Millisecond) {
+			t.Errorf("connection %d closed; only the oldest pending one should be", i)
+		}
 	}
 }
