@@ -18,9 +18,9 @@ import (
 // queue in the kernel's listen backlog, and a connection handed over is
 // served.
 //
-// Apart from that cap, it bounds the connections that have not finished
-// their first request's headers (see maxPendingConns), closing the oldest of
-// them when a new connection would pass the bound.
+// Apart from that cap, it bounds the connections that have begun their first
+// request's headers and not finished them (see maxPendingConns), closing
+// the oldest of them when one more begins.
 //
 // Connection states come from http.Server.ConnState (see connState). It is
 // safe for concurrent use.
@@ -31,7 +31,7 @@ type connLimiter struct {
 
 	mu      sync.Mutex
 	conns   []*trackedConn // open: accepted and not yet closed
-	pending pendingList    // accepted, first request's headers not yet read
+	pending pendingList    // first request's headers begun, not finished
 
 	waiting atomic.Bool   // Accept is waiting for room
 	room    chan struct{} // one token: a connection closed or went idle
@@ -44,26 +44,39 @@ type trackedConn struct {
 	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
 	evicted   atomic.Bool  // closed by the limiter to make room
 
-	pending    atomic.Bool  // in connLimiter.pending
-	prev, next *trackedConn // in connLimiter.pending; guarded by its mu
+	limiter    *connLimiter
+	unread     atomic.Bool  // no byte read yet
+	pending    atomic.Bool  // in limiter.pending
+	prev, next *trackedConn // in limiter.pending; guarded by its mu
 }
 
-// maxPendingConns bounds the connections that have not finished their first
-// request's headers. net/http holds 11 to 18 bytes of memory for every byte
-// of a block of small headers while it reads it, so each such connection
-// may hold some 300 KiB (a 16 KiB block, see maxHeaderBlock): 256 of them
-// under 80 MiB. With 5,000 clients trying, the process stayed near 140 MiB
-// resident; closing the oldest as soon as newer ones are accepted also
-// closes most of them before net/http has read a byte of theirs, which
-// keeps the CPU they cost, and so the wait of other clients, low. A real
-// client sends its headers at once and is read as soon as its goroutine
-// runs, long before 256 newer connections are accepted. It is a constant,
-// not a setting, because it bounds memory, as the header bound does,
-// rather than capacity: PETSTORE_MAX_CONNS is that.
+// Read notes the connection's first bytes: its first request's headers have
+// begun, and until net/http has read them all they count as pending.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.unread.Load() {
+		c.limiter.headersBegun(c)
+	}
+	return n, err
+}
+
+// maxPendingConns bounds the connections that have begun their first
+// request's headers and not finished them. net/http holds 11 to 18 bytes of
+// memory for every byte of a block of small headers while it reads it, so
+// each such connection may hold some 300 KiB (a 16 KiB block, see
+// maxHeaderBlock): 256 of them under 80 MiB; with 5,000 clients trying, the
+// process stayed near 250 MiB resident. Connections that have sent nothing
+// do not count: they hold little, the connection cap closes them when idle,
+// and clients that open many connections before they send (a pool warming
+// up) must not lose them. A real client's headers arrive whole and are read
+// at once, so it is pending only between two steps of its own goroutine
+// and is never the oldest. It is a constant, not a setting, because it
+// bounds memory, as the header bound does, rather than capacity:
+// PETSTORE_MAX_CONNS is that.
 const maxPendingConns = 256
 
-// pendingList is the connections whose first request's headers are not yet
-// read, oldest first, linked through their prev and next.
+// pendingList is the connections whose first request's headers have begun
+// and not finished, oldest first, linked through their prev and next.
 type pendingList struct {
 	head, tail *trackedConn
 	len        int
@@ -158,7 +171,8 @@ func (l *connLimiter) signal() {
 }
 
 func (l *connLimiter) add(c net.Conn) *trackedConn {
-	tc := &trackedConn{Conn: c}
+	tc := &trackedConn{Conn: c, limiter: l}
+	tc.unread.Store(true)
 	// A connection counts as idle from its accept until its first request
 	// arrives (StateActive): one that never sends a byte is as evictable as
 	// a keep-alive connection nobody uses, or silent clients could hold
@@ -167,6 +181,20 @@ func (l *connLimiter) add(c net.Conn) *trackedConn {
 	l.mu.Lock()
 	tc.index = len(l.conns)
 	l.conns = append(l.conns, tc)
+	l.mu.Unlock()
+	return tc
+}
+
+// headersBegun counts tc as pending, once its first bytes are read, and
+// closes the oldest pending connection past maxPending: it has had longer
+// than the newcomer to finish its headers, and what it holds of them goes
+// with it. The server sees its read fail and reports it closed.
+func (l *connLimiter) headersBegun(tc *trackedConn) {
+	l.mu.Lock()
+	if !tc.unread.Swap(false) || tc.index < 0 {
+		l.mu.Unlock()
+		return // counted already, or closed meanwhile
+	}
 	l.pending.push(tc)
 	var oldest *trackedConn
 	if l.pending.len > l.maxPending {
@@ -175,13 +203,9 @@ func (l *connLimiter) add(c net.Conn) *trackedConn {
 	}
 	l.mu.Unlock()
 	if oldest != nil {
-		// It has had longer than the newcomer to send its headers; what
-		// it holds of them goes with it. The server sees its read fail
-		// and reports it closed.
 		oldest.evicted.Store(true)
 		oldest.Close()
 	}
-	return tc
 }
 
 func (l *connLimiter) remove(tc *trackedConn) {

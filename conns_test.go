@@ -258,37 +258,43 @@ func TestStopWithSlowBodies(t *testing.T) {
 	}
 }
 
-// Connections that have not finished their first request's headers are
-// bounded apart from the cap: past the bound, the oldest of them is closed.
-// One whose request has been read no longer counts and is never closed for
-// a newcomer.
+// Connections that have begun their first request's headers and not
+// finished them are bounded apart from the cap: past the bound, the oldest
+// of them is closed. One whose request has been read, or that has sent
+// nothing, does not count and is never closed for a newcomer.
 func TestConnLimiterClosesOldestPending(t *testing.T) {
 	t.Parallel()
 	lim := newConnLimiter(100)
 	lim.maxPending = 2
 	h := harnessFor(t, lim)
 	var clients []net.Conn
-	for i := range 3 {
-		c, s := h.dial(t)
-		h.lim.connState(s, http.StateNew)
-		if i == 0 {
-			h.lim.connState(s, http.StateActive) // its headers are read
+	begin := func(silent bool) net.Conn {
+		client, server := h.dial(t)
+		h.lim.connState(server, http.StateNew)
+		clients = append(clients, client)
+		if !silent {
+			io.WriteString(client, "GET / HTTP/1.1\r\nX") // headers begun, not finished
+			if _, err := server.Read(make([]byte, 64)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		clients = append(clients, c)
+		return server
 	}
+	h.lim.connState(begin(false), http.StateActive) // 0: its headers are read
+	begin(true)                                     // 1: says nothing
+	begin(false)                                    // 2
+	begin(false)                                    // 3
 	for i, c := range clients {
 		if waitClosed(c, 50*time.Millisecond) {
 			t.Fatalf("connection %d closed within the bound", i)
 		}
 	}
-	c, s := h.dial(t) // pending now: 1, 2, 3
-	h.lim.connState(s, http.StateNew)
-	clients = append(clients, c)
-	if !waitClosed(clients[1], 5*time.Second) {
+	begin(false) // 4; pending now: 2, 3, 4
+	if !waitClosed(clients[2], 5*time.Second) {
 		t.Fatal("the oldest pending connection was not closed past the bound")
 	}
 	for i, c := range clients {
-		if i != 1 && waitClosed(c, 50*time.Millisecond) {
+		if i != 2 && waitClosed(c, 50*time.Millisecond) {
 			t.Errorf("connection %d closed; only the oldest pending one should be", i)
 		}
 	}
