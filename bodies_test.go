@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"io"
 	"net"
 	"net/http"
@@ -61,7 +62,7 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	waitFor("the first body holds the budget", func() bool { return budget.free.Load() == 0 })
 	second, secondRest := open("second", 70_000)
 	io.WriteString(second, secondRest)
-	waitFor("the second body waits", func() bool { return budget.waiting.Load() == 1 })
+	waitFor("the second body waits", func() bool { return budget.queue.waiting.Load() == 1 })
 
 	io.WriteString(first, firstRest)
 	if got := status(first); got != http.StatusCreated {
@@ -78,7 +79,8 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
 	t.Parallel()
 	budget := newBodyBudget(bodyBlock, 20*time.Millisecond)
-	if err := budget.acquire(context.Background(), 1); err != nil { // held by another body
+	var other bodyHold // another body's
+	if err := budget.take(context.Background(), &other, 1); err != nil {
 		t.Fatal(err)
 	}
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
@@ -87,8 +89,99 @@ func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
 	if got := rec.Header().Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After: got %q, want 1", got)
 	}
-	budget.release(1)
+	budget.release(other)
 	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`}); rec.Code != http.StatusCreated {
 		t.Errorf("with the budget free again: got %d, want 201", rec.Code)
+	}
+}
+
+// Memory is taken as bytes arrive, and two bodies that each hold part of
+// what they need never wait for each other: in a budget of 20 blocks, two
+// bodies of 1 MiB (16 blocks) that have each sent 300 KB both finish. The
+// first to need more than the budget spares holds its reserve and goes on;
+// the other waits for it.
+func TestBodyBudgetHalfReadBodiesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	budget := newBodyBudget(20*bodyBlock, 10*time.Second)
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
+	srv := httptest.NewServer(env.handler)
+	t.Cleanup(srv.Close)
+
+	const size, first = maxBodyBytes, 300_000
+	open := func(key, name string) (net.Conn, string) {
+		conn, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(20 * time.Second))
+		head := `{"name":"` + name + `"`
+		b := head + strings.Repeat(" ", size-len(head)-1) + "}"
+		io.WriteString(conn, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+key+
+			"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(size)+"\r\n\r\n"+b[:first])
+		return conn, b[first:]
+	}
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() { // bounded polling of the budget's state
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	a, aRest := open(testKey, "first")
+	// 300 KB in a buffer of 512 KiB: 8 blocks, not the 16 declared.
+	waitFor("the first body holds what has come", func() bool { return budget.free.Load() == 12 && budget.reserved.Load() })
+	b, bRest := open(testKey2, "second")
+	waitFor("the second body waits", func() bool { return budget.queue.waiting.Load() == 1 })
+	io.WriteString(b, bRest)
+	io.WriteString(a, aRest)
+	for name, conn := range map[string]net.Conn{"first": a, "second": b} {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Errorf("%s: status %d, want 201", name, resp.StatusCode)
+		}
+	}
+	waitFor("the budget is given back", func() bool { return budget.free.Load() == 20 && !budget.reserved.Load() })
+}
+
+// A key's bodies claim at most a quarter of the budget, by their largest
+// size; one more waits for its key's share, and only for that: another
+// key's body goes ahead. Waiting too long is 503 unavailable, and nothing
+// was taken for it.
+func TestBodyBudgetKeyShare(t *testing.T) {
+	t.Parallel()
+	budget := newBodyBudget(64*maxBodyBytes, 50*time.Millisecond)
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
+	var holds []bodyHold
+	for range budget.perKey / 16 { // 1 MiB bodies of testKey, in progress
+		var h bodyHold
+		if err := budget.claim(context.Background(), &h, sha256.Sum256([]byte(testKey)), 16); err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`})
+	e := mustError(t, rec, http.StatusServiceUnavailable, codeUnavailable)
+	if !strings.Contains(e.Message, "API key") {
+		t.Errorf("message %q: want it to say the key sends too many bodies", e.Message)
+	}
+	other := authJSON()
+	other["Authorization"] = "Bearer " + testKey2
+	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`, header: other}); rec.Code != http.StatusCreated {
+		t.Errorf("another key's create: got %d, want 201", rec.Code)
+	}
+	budget.release(holds[0])
+	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`}); rec.Code != http.StatusCreated {
+		t.Errorf("with the key's share free again: got %d, want 201", rec.Code)
+	}
+	if got, want := budget.free.Load(), int64(64*maxBodyBytes/bodyBlock); got != want {
+		t.Errorf("free blocks: got %d, want %d", got, want)
 	}
 }

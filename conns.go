@@ -10,22 +10,28 @@ import (
 	"time"
 )
 
-// connLimiter caps the open connections of a server (decisions.md,
-// "Hardening"), so that clients holding connections cannot run the process
-// out of file descriptors. Its listener hands the server a connection only
+// connLimiter caps the open connections of a server (README, "Limits"), so
+// that clients holding connections cannot run the process out of file
+// descriptors. Its listener hands the server a connection only
 // below the cap. At the cap it first closes the connection that has been
 // idle the longest, if one is idle, and otherwise waits: new clients then
 // queue in the kernel's listen backlog, and a connection handed over is
 // served.
 //
+// Apart from that cap, it bounds the connections that have begun their first
+// request's headers and not finished them (see maxPendingConns), closing
+// the oldest of them when one more begins.
+//
 // Connection states come from http.Server.ConnState (see connState). It is
 // safe for concurrent use.
 type connLimiter struct {
-	max   int
-	epoch time.Time // idle times are counted from it, on the monotonic clock
+	max        int
+	maxPending int       // connections in pending at most
+	epoch      time.Time // idle times are counted from it, on the monotonic clock
 
-	mu    sync.Mutex
-	conns []*trackedConn // open: accepted and not yet closed
+	mu      sync.Mutex
+	conns   []*trackedConn // open: accepted and not yet closed
+	pending pendingList    // first request's headers begun, not finished
 
 	waiting atomic.Bool   // Accept is waiting for room
 	room    chan struct{} // one token: a connection closed or went idle
@@ -37,6 +43,75 @@ type trackedConn struct {
 	index     int          // in connLimiter.conns; guarded by its mu
 	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
 	evicted   atomic.Bool  // closed by the limiter to make room
+
+	limiter    *connLimiter
+	unread     atomic.Bool  // no byte read yet
+	pending    atomic.Bool  // in limiter.pending
+	prev, next *trackedConn // in limiter.pending; guarded by its mu
+}
+
+// Read notes the connection's first bytes: its first request's headers have
+// begun, and until net/http has read them all they count as pending.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.unread.Load() {
+		c.limiter.headersBegun(c)
+	}
+	return n, err
+}
+
+// maxPendingConns bounds the connections that have begun their first
+// request's headers and not finished them. net/http holds 11 to 18 bytes of
+// memory for every byte of a block of small headers while it reads it, so
+// each such connection may hold some 300 KiB (a 16 KiB block, see
+// maxHeaderBlock): 256 of them under 80 MiB; with 5,000 clients trying, the
+// process stayed near 250 MiB resident. Connections that have sent nothing
+// do not count: they hold little, the connection cap closes them when idle,
+// and clients that open many connections before they send (a pool warming
+// up) must not lose them. A real client's headers arrive whole and are read
+// at once, so it is pending only between two steps of its own goroutine
+// and is never the oldest. It is a constant, not a setting, because it
+// bounds memory, as the header bound does, rather than capacity:
+// PETSTORE_MAX_CONNS is that.
+const maxPendingConns = 256
+
+// pendingList is the connections whose first request's headers have begun
+// and not finished, oldest first, linked through their prev and next.
+type pendingList struct {
+	head, tail *trackedConn
+	len        int
+}
+
+func (p *pendingList) push(tc *trackedConn) {
+	tc.prev, tc.next = p.tail, nil
+	if p.tail != nil {
+		p.tail.next = tc
+	} else {
+		p.head = tc
+	}
+	p.tail = tc
+	p.len++
+	tc.pending.Store(true)
+}
+
+// remove takes tc out of the list if it is in it.
+func (p *pendingList) remove(tc *trackedConn) {
+	if !tc.pending.Load() {
+		return
+	}
+	if tc.prev != nil {
+		tc.prev.next = tc.next
+	} else {
+		p.head = tc.next
+	}
+	if tc.next != nil {
+		tc.next.prev = tc.prev
+	} else {
+		p.tail = tc.prev
+	}
+	tc.prev, tc.next = nil, nil
+	p.len--
+	tc.pending.Store(false)
 }
 
 // CloseWrite lets net/http half-close the connection before closing it
@@ -50,7 +125,7 @@ func (c *trackedConn) CloseWrite() error {
 }
 
 func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{max: max, epoch: time.Now(), room: make(chan struct{}, 1)}
+	return &connLimiter{max: max, maxPending: maxPendingConns, epoch: time.Now(), room: make(chan struct{}, 1)}
 }
 
 // listen wraps ln so that it accepts only when there is room.
@@ -60,7 +135,8 @@ func (l *connLimiter) listen(ln net.Listener) net.Listener {
 
 // connState is the http.Server.ConnState hook. The Active and Idle
 // transitions, which happen on every request, take no lock and allocate
-// nothing; only a new and a closed connection take the lock.
+// nothing; only a new and a closed connection, and the first request of
+// each, take the lock.
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok {
@@ -69,6 +145,13 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateActive:
 		tc.idleSince.Store(0)
+		// net/http reports Active once the request's headers are read
+		// (or it gave up on them): the connection is no longer pending.
+		if tc.pending.Load() {
+			l.mu.Lock()
+			l.pending.remove(tc)
+			l.mu.Unlock()
+		}
 	case http.StateIdle:
 		tc.idleSince.Store(int64(time.Since(l.epoch)) | 1) // never 0
 		if l.waiting.Load() {
@@ -88,7 +171,8 @@ func (l *connLimiter) signal() {
 }
 
 func (l *connLimiter) add(c net.Conn) *trackedConn {
-	tc := &trackedConn{Conn: c}
+	tc := &trackedConn{Conn: c, limiter: l}
+	tc.unread.Store(true)
 	// A connection counts as idle from its accept until its first request
 	// arrives (StateActive): one that never sends a byte is as evictable as
 	// a keep-alive connection nobody uses, or silent clients could hold
@@ -99,6 +183,29 @@ func (l *connLimiter) add(c net.Conn) *trackedConn {
 	l.conns = append(l.conns, tc)
 	l.mu.Unlock()
 	return tc
+}
+
+// headersBegun counts tc as pending, once its first bytes are read, and
+// closes the oldest pending connection past maxPending: it has had longer
+// than the newcomer to finish its headers, and what it holds of them goes
+// with it. The server sees its read fail and reports it closed.
+func (l *connLimiter) headersBegun(tc *trackedConn) {
+	l.mu.Lock()
+	if !tc.unread.Swap(false) || tc.index < 0 {
+		l.mu.Unlock()
+		return // counted already, or closed meanwhile
+	}
+	l.pending.push(tc)
+	var oldest *trackedConn
+	if l.pending.len > l.maxPending {
+		oldest = l.pending.head
+		l.pending.remove(oldest)
+	}
+	l.mu.Unlock()
+	if oldest != nil {
+		oldest.evicted.Store(true)
+		oldest.Close()
+	}
 }
 
 func (l *connLimiter) remove(tc *trackedConn) {
@@ -113,6 +220,7 @@ func (l *connLimiter) remove(tc *trackedConn) {
 	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
 	tc.index = -1
+	l.pending.remove(tc)
 }
 
 // open returns how many connections are open.

@@ -22,11 +22,17 @@ type limiterHarness struct {
 
 func newLimiterHarness(t *testing.T, max int) *limiterHarness {
 	t.Helper()
+	return harnessFor(t, newConnLimiter(max))
+}
+
+// harnessFor is newLimiterHarness with the limiter given.
+func harnessFor(t *testing.T, lim *connLimiter) *limiterHarness {
+	t.Helper()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &limiterHarness{lim: newConnLimiter(max), accepted: make(chan net.Conn, 16)}
+	h := &limiterHarness{lim: lim, accepted: make(chan net.Conn, 16)}
 	h.ln = h.lim.listen(raw)
 	t.Cleanup(func() { h.ln.Close() })
 	go func() {
@@ -249,5 +255,47 @@ func TestStopWithSlowBodies(t *testing.T) {
 	again.stop(t)
 	if _, err := os.Stat(data); err != nil {
 		t.Error(err)
+	}
+}
+
+// Connections that have begun their first request's headers and not
+// finished them are bounded apart from the cap: past the bound, the oldest
+// of them is closed. One whose request has been read, or that has sent
+// nothing, does not count and is never closed for a newcomer.
+func TestConnLimiterClosesOldestPending(t *testing.T) {
+	t.Parallel()
+	lim := newConnLimiter(100)
+	lim.maxPending = 2
+	h := harnessFor(t, lim)
+	var clients []net.Conn
+	begin := func(silent bool) net.Conn {
+		client, server := h.dial(t)
+		h.lim.connState(server, http.StateNew)
+		clients = append(clients, client)
+		if !silent {
+			io.WriteString(client, "GET / HTTP/1.1\r\nX") // headers begun, not finished
+			if _, err := server.Read(make([]byte, 64)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return server
+	}
+	h.lim.connState(begin(false), http.StateActive) // 0: its headers are read
+	begin(true)                                     // 1: says nothing
+	begin(false)                                    // 2
+	begin(false)                                    // 3
+	for i, c := range clients {
+		if waitClosed(c, 50*time.Millisecond) {
+			t.Fatalf("connection %d closed within the bound", i)
+		}
+	}
+	begin(false) // 4; pending now: 2, 3, 4
+	if !waitClosed(clients[2], 5*time.Second) {
+		t.Fatal("the oldest pending connection was not closed past the bound")
+	}
+	for i, c := range clients {
+		if i != 2 && waitClosed(c, 50*time.Millisecond) {
+			t.Errorf("connection %d closed; only the oldest pending one should be", i)
+		}
 	}
 }

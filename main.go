@@ -32,6 +32,17 @@ func main() {
 // signal arrives.
 const shutdownGrace = 10 * time.Second
 
+// maxHeaderBlock bounds a request's line and header block: net/http answers
+// a longer one 431 before petstore sees it. Its parser holds about 11 bytes
+// of memory for every byte of a block of small headers, so the bound is
+// what one connection can make the process hold (see maxPendingConns).
+const maxHeaderBlock = 16 << 10
+
+// headerReadSlop is what net/http reads beyond http.Server.MaxHeaderBytes
+// before it answers 431 (the size of its read buffer): MaxHeaderBytes is
+// maxHeaderBlock less this, so that the bound in effect is maxHeaderBlock.
+const headerReadSlop = 4096
+
 // limits are the server's timeouts and bounds (decisions.md, "Running" and
 // "Hardening"). run serves with defaultLimits; tests shrink the times
 // through runWithLimits so that they stay fast.
@@ -182,7 +193,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       lim.idleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
 		ConnState:         conns.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// One API key's slow bodies cannot hold another key's creates back (README,
+// "Limits"): while one key holds 64 connections that each declare a 1 MiB
+// body and send a byte now and then, creates with another key are answered
+// within a few hundred milliseconds, and the slow bodies hold memory only
+// for what has arrived, within a quarter of the budget.
+func TestSlowBodiesOfOneKeyDoNotHoldOthersBack(t *testing.T) {
+	t.Parallel()
+	const (
+		slow  = 64
+		bound = 500 * time.Millisecond // generous: unhindered, a create takes a millisecond or two
+	)
+	budget := newBodyBudget(64*maxBodyBytes, 10*time.Second)
+	total := budget.free.Load()
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
+	var entered atomic.Int64 // slow creates that reached the handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Slow") != "" {
+			entered.Add(1)
+		}
+		env.handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	conns := make([]net.Conn, slow)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+		io.WriteString(c, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\nAuthorization: Bearer "+testKey+
+			"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(maxBodyBytes)+"\r\n\r\n"+`{"name":"slow`+strconv.Itoa(i)+`"`)
+	}
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() { // a byte a connection every 100 ms: slow, never stopped
+		defer close(trickled)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for _, c := range conns {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				c.Write([]byte{' '})
+			}
+		}
+	}()
+	defer func() { close(stop); <-trickled }()
+	deadline := time.Now().Add(10 * time.Second)
+	for entered.Load() < slow { // bounded polling of the server's progress
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d slow creates reached the handler within 10s", entered.Load(), slow)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	var worst time.Duration
+	for i := range 20 {
+		req, err := http.NewRequest("POST", srv.URL+"/v1/categories", strings.NewReader(`{"name":"other`+strconv.Itoa(i)+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testKey2)
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := client.Do(req)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("create %d with the other key: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %d with the other key: status %d, want 201", i, resp.StatusCode)
+		}
+		worst = max(worst, took)
+	}
+	t.Logf("the other key's slowest create of 20: %v", worst)
+	if worst > bound {
+		t.Errorf("the other key's slowest create took %v, want at most %v", worst, bound)
+	}
+	// A byte or a few of each has come: a block each at most, for the
+	// bodies its key's share let in.
+	if held := total - budget.free.Load(); held > slow {
+		t.Errorf("the slow bodies hold %d of %d blocks, want at most one each", held, total)
+	}
+}
