@@ -18,7 +18,7 @@ import (
 // queue in the kernel's listen backlog, and a connection handed over is
 // served.
 //
-// Apart from that cap, it bounds the connections that have begun their first
+// Apart from that cap, it bounds the connections that have begun a
 // request's headers and not finished them (see maxPendingConns), closing
 // the oldest of them when one more begins.
 //
@@ -31,7 +31,7 @@ type connLimiter struct {
 
 	mu      sync.Mutex
 	conns   []*trackedConn // open: accepted and not yet closed
-	pending pendingList    // first request's headers begun, not finished
+	pending pendingList    // a request's headers begun, not finished
 
 	waiting atomic.Bool   // Accept is waiting for room
 	room    chan struct{} // one token: a connection closed or went idle
@@ -45,23 +45,25 @@ type trackedConn struct {
 	evicted   atomic.Bool  // closed by the limiter to make room
 
 	limiter    *connLimiter
-	unread     atomic.Bool  // no byte read yet
 	pending    atomic.Bool  // in limiter.pending
 	prev, next *trackedConn // in limiter.pending; guarded by its mu
 }
 
-// Read notes the connection's first bytes: its first request's headers have
-// begun, and until net/http has read them all they count as pending.
+// Read notes the first bytes a connection sends while it is idle (not yet
+// in a request, or between two on a keep-alive connection): a request's
+// headers have begun, and until net/http has read them all they count as
+// pending. Reads within a request (its body) cost one atomic load.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && c.unread.Load() {
+	if n > 0 && c.idleSince.Load() != 0 && !c.pending.Load() {
 		c.limiter.headersBegun(c)
 	}
 	return n, err
 }
 
-// maxPendingConns bounds the connections that have begun their first
-// request's headers and not finished them. net/http holds 11 to 18 bytes of
+// maxPendingConns bounds the connections that have begun a request's
+// headers and not finished them: a first request's, or a later one's on a
+// keep-alive connection (a client without a key gets one with GET /healthz). net/http holds 11 to 18 bytes of
 // memory for every byte of a block of small headers while it reads it, so
 // each such connection may hold some 300 KiB (a 16 KiB block, see
 // maxHeaderBlock): 256 of them under 80 MiB; with 5,000 clients trying, the
@@ -75,8 +77,8 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // PETSTORE_MAX_CONNS is that.
 const maxPendingConns = 256
 
-// pendingList is the connections whose first request's headers have begun
-// and not finished, oldest first, linked through their prev and next.
+// pendingList is the connections whose request's headers have begun and
+// not finished, oldest first, linked through their prev and next.
 type pendingList struct {
 	head, tail *trackedConn
 	len        int
@@ -134,9 +136,9 @@ func (l *connLimiter) listen(ln net.Listener) net.Listener {
 }
 
 // connState is the http.Server.ConnState hook. The Active and Idle
-// transitions, which happen on every request, take no lock and allocate
-// nothing; only a new and a closed connection, and the first request of
-// each, take the lock.
+// transitions, which happen on every request, allocate nothing; the lock is
+// taken by a new and a closed connection, and twice a request (its headers
+// begun, see headersBegun, and read, here).
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok {
@@ -172,7 +174,6 @@ func (l *connLimiter) signal() {
 
 func (l *connLimiter) add(c net.Conn) *trackedConn {
 	tc := &trackedConn{Conn: c, limiter: l}
-	tc.unread.Store(true)
 	// A connection counts as idle from its accept until its first request
 	// arrives (StateActive): one that never sends a byte is as evictable as
 	// a keep-alive connection nobody uses, or silent clients could hold
@@ -185,13 +186,13 @@ func (l *connLimiter) add(c net.Conn) *trackedConn {
 	return tc
 }
 
-// headersBegun counts tc as pending, once its first bytes are read, and
+// headersBegun counts tc as pending, once a request's first bytes are read, and
 // closes the oldest pending connection past maxPending: it has had longer
 // than the newcomer to finish its headers, and what it holds of them goes
 // with it. The server sees its read fail and reports it closed.
 func (l *connLimiter) headersBegun(tc *trackedConn) {
 	l.mu.Lock()
-	if !tc.unread.Swap(false) || tc.index < 0 {
+	if tc.pending.Load() || tc.index < 0 || tc.idleSince.Load() == 0 {
 		l.mu.Unlock()
 		return // counted already, or closed meanwhile
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -19,8 +20,17 @@ import (
 // finishes: 5,000 connections that each send an unfinished 16 KiB block of
 // small headers (net/http holds 11 to 18 bytes per byte of them) leave the
 // process under 512 MiB resident, and a request with a key is answered
-// meanwhile (README, "Limits": the pending-connection bound).
+// meanwhile (README, "Limits": the pending-connection bound). The same holds
+// for a block begun after a first request on a keep-alive connection, which
+// a client without a key gets with GET /healthz.
 func TestUnfinishedHeadersBoundMemory(t *testing.T) {
+	t.Run("first request", func(t *testing.T) { holdUnfinishedHeaders(t, false) })
+	t.Run("after a request on keep-alive", func(t *testing.T) { holdUnfinishedHeaders(t, true) })
+}
+
+// holdUnfinishedHeaders runs the attack, after one finished GET /healthz on
+// each connection if keepAlive, and checks its bounds.
+func holdUnfinishedHeaders(t *testing.T, keepAlive bool) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the server's resident memory from /proc")
 	}
@@ -64,7 +74,10 @@ func TestUnfinishedHeadersBoundMemory(t *testing.T) {
 				mu.Lock()
 				conns = append(conns, c)
 				mu.Unlock()
-				c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				if keepAlive && !finishOneRequest(c) {
+					continue
+				}
 				io.WriteString(c, block) // fails once petstore closed it: that is the bound at work
 			}
 		}()
@@ -103,6 +116,21 @@ func TestUnfinishedHeadersBoundMemory(t *testing.T) {
 	if peak >= rssBound {
 		t.Errorf("peak resident memory %d MiB, want under %d MiB", peak>>20, rssBound>>20)
 	}
+}
+
+// finishOneRequest sends GET /healthz on c and reads its answer, leaving c
+// open and idle; it reports whether that worked.
+func finishOneRequest(c net.Conn) bool {
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // raiseFileLimit raises the test process's soft limit of open files to its
