@@ -20,7 +20,7 @@ import (
 // finishes: 5,000 connections that each send an unfinished 16 KiB block of
 // small headers (net/http holds 11 to 18 bytes per byte of them) leave the
 // process under 512 MiB resident, and a request with a key is answered
-// meanwhile (README, "Limits": the pending-connection bound). The same holds
+// meanwhile (docs/operations.md, "Limits": the pending-connection bound). The same holds
 // for a block begun after a first request on a keep-alive connection, which
 // a client without a key gets with GET /healthz.
 func TestUnfinishedHeadersBoundMemory(t *testing.T) {

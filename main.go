@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"petstore/internal/connlimit"
 )
 
 func main() {
@@ -35,7 +37,7 @@ const shutdownGrace = 10 * time.Second
 // maxHeaderBlock bounds a request's line and header block: net/http answers
 // a longer one 431 before petstore sees it. Its parser holds about 11 bytes
 // of memory for every byte of a block of small headers, so the bound is
-// what one connection can make the process hold (see maxPendingConns).
+// what one connection can make the process hold (see connlimit.New).
 const maxHeaderBlock = 16 << 10
 
 // headerReadSlop is what net/http reads beyond http.Server.MaxHeaderBytes
@@ -157,16 +159,16 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	}
 	defer store.Close()
 
-	maxConns, err := connectionCap(cfg.maxConns)
+	maxConns, err := connlimit.Cap(cfg.maxConns)
 	if err != nil {
-		return err
+		return fmt.Errorf("PETSTORE_MAX_CONNS: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
 	defer ln.Close() // on the ways out before Serve, which closes it otherwise
-	conns := newConnLimiter(maxConns)
+	conns := connlimit.New(maxConns)
 	keys := newKeyring(cfg.keys)
 	var limits *limiter
 	if cfg.rateLimit != nil {
@@ -194,7 +196,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       lim.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
-		ConnState:         conns.connState,
+		ConnState:         conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	snap, err := store.List(ctx)
@@ -211,7 +213,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	go rotation.run(ctx, hup, keyFilePoll)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(conns.listen(ln)) }()
+	go func() { serveErr <- srv.Serve(conns.Listen(ln)) }()
 	select {
 	case err := <-serveErr:
 		return err
@@ -224,7 +226,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		// The grace is over: what is left is a client too slow to finish
 		// (a body sent byte by byte, say). Closing its connection ends its
 		// request; that is the stop working as designed, not a failure.
-		log.Warn("grace over; closing the connections left", "open", conns.open(), "cause", err.Error())
+		log.Warn("grace over; closing the connections left", "open", conns.Open(), "cause", err.Error())
 		srv.Close()
 	}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {

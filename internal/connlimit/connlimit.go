@@ -1,4 +1,14 @@
-package main
+// Package connlimit caps the open connections of a server so that clients
+// holding connections cannot run the process out of file descriptors. At the
+// cap it closes the connection idle the longest; with none idle, it waits,
+// and new clients queue in the kernel's listen backlog. Apart from the cap it
+// bounds the connections that have begun a request's headers and not
+// finished them, closing the oldest of them when one more begins.
+//
+// A Limiter wraps the server's listener (Listen) and is told connection
+// states by http.Server.ConnState (ConnState). Cap fits a wanted cap below
+// the process's file limit. Everything here is safe for concurrent use.
+package connlimit
 
 import (
 	"fmt"
@@ -10,9 +20,9 @@ import (
 	"time"
 )
 
-// connLimiter caps the open connections of a server (README, "Limits"), so
-// that clients holding connections cannot run the process out of file
-// descriptors. Its listener hands the server a connection only
+// Limiter caps the open connections of a server (docs/operations.md,
+// "Limits"), so that clients holding connections cannot run the process out
+// of file descriptors. Its listener hands the server a connection only
 // below the cap. At the cap it first closes the connection that has been
 // idle the longest, if one is idle, and otherwise waits: new clients then
 // queue in the kernel's listen backlog, and a connection handed over is
@@ -22,9 +32,9 @@ import (
 // request's headers and not finished them (see maxPendingConns), closing
 // the oldest of them when one more begins.
 //
-// Connection states come from http.Server.ConnState (see connState). It is
+// Connection states come from http.Server.ConnState (see ConnState). It is
 // safe for concurrent use.
-type connLimiter struct {
+type Limiter struct {
 	max        int
 	maxPending int       // connections in pending at most
 	epoch      time.Time // idle times are counted from it, on the monotonic clock
@@ -40,11 +50,11 @@ type connLimiter struct {
 // trackedConn is a connection the limiter accepted.
 type trackedConn struct {
 	net.Conn
-	index     int          // in connLimiter.conns; guarded by its mu
+	index     int          // in Limiter.conns; guarded by its mu
 	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
 	evicted   atomic.Bool  // closed by the limiter to make room
 
-	limiter    *connLimiter
+	limiter    *Limiter
 	pending    atomic.Bool  // in limiter.pending
 	prev, next *trackedConn // in limiter.pending; guarded by its mu
 }
@@ -63,18 +73,19 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 
 // maxPendingConns bounds the connections that have begun a request's
 // headers and not finished them: a first request's, or a later one's on a
-// keep-alive connection (a client without a key gets one with GET /healthz). net/http holds 11 to 18 bytes of
+// keep-alive connection (a client that may not do anything else can still
+// make one request, a health check, say). net/http holds 11 to 18 bytes of
 // memory for every byte of a block of small headers while it reads it, so
-// each such connection may hold some 300 KiB (a 16 KiB block, see
-// maxHeaderBlock): 256 of them under 80 MiB; with 5,000 clients trying, the
+// each such connection may hold some 300 KiB (with a server whose header
+// bound is 16 KiB): 256 of them under 80 MiB; with 5,000 clients trying, the
 // process stayed near 250 MiB resident. Connections that have sent nothing
 // do not count: they hold little, the connection cap closes them when idle,
 // and clients that open many connections before they send (a pool warming
 // up) must not lose them. A real client's headers arrive whole and are read
 // at once, so it is pending only between two steps of its own goroutine
 // and is never the oldest. It is a constant, not a setting, because it
-// bounds memory, as the header bound does, rather than capacity:
-// PETSTORE_MAX_CONNS is that.
+// bounds memory, as the header bound does, rather than capacity: the cap
+// given to New is that.
 const maxPendingConns = 256
 
 // pendingList is the connections whose request's headers have begun and
@@ -126,20 +137,23 @@ func (c *trackedConn) CloseWrite() error {
 	return nil
 }
 
-func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{max: max, maxPending: maxPendingConns, epoch: time.Now(), room: make(chan struct{}, 1)}
+// New returns a limiter that keeps at most max connections open, and at
+// most maxPendingConns of them with a request's headers begun and not
+// finished.
+func New(max int) *Limiter {
+	return &Limiter{max: max, maxPending: maxPendingConns, epoch: time.Now(), room: make(chan struct{}, 1)}
 }
 
-// listen wraps ln so that it accepts only when there is room.
-func (l *connLimiter) listen(ln net.Listener) net.Listener {
+// Listen wraps ln so that it accepts only when there is room.
+func (l *Limiter) Listen(ln net.Listener) net.Listener {
 	return &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{})}
 }
 
-// connState is the http.Server.ConnState hook. The Active and Idle
+// ConnState is the http.Server.ConnState hook. The Active and Idle
 // transitions, which happen on every request, allocate nothing; the lock is
 // taken by a new and a closed connection, and twice a request (its headers
 // begun, see headersBegun, and read, here).
-func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
+func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok {
 		return
@@ -165,14 +179,14 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	}
 }
 
-func (l *connLimiter) signal() {
+func (l *Limiter) signal() {
 	select {
 	case l.room <- struct{}{}:
 	default:
 	}
 }
 
-func (l *connLimiter) add(c net.Conn) *trackedConn {
+func (l *Limiter) add(c net.Conn) *trackedConn {
 	tc := &trackedConn{Conn: c, limiter: l}
 	// A connection counts as idle from its accept until its first request
 	// arrives (StateActive): one that never sends a byte is as evictable as
@@ -190,7 +204,7 @@ func (l *connLimiter) add(c net.Conn) *trackedConn {
 // closes the oldest pending connection past maxPending: it has had longer
 // than the newcomer to finish its headers, and what it holds of them goes
 // with it. The server sees its read fail and reports it closed.
-func (l *connLimiter) headersBegun(tc *trackedConn) {
+func (l *Limiter) headersBegun(tc *trackedConn) {
 	l.mu.Lock()
 	if tc.pending.Load() || tc.index < 0 || tc.idleSince.Load() == 0 {
 		l.mu.Unlock()
@@ -209,7 +223,7 @@ func (l *connLimiter) headersBegun(tc *trackedConn) {
 	}
 }
 
-func (l *connLimiter) remove(tc *trackedConn) {
+func (l *Limiter) remove(tc *trackedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := tc.index
@@ -224,8 +238,8 @@ func (l *connLimiter) remove(tc *trackedConn) {
 	l.pending.remove(tc)
 }
 
-// open returns how many connections are open.
-func (l *connLimiter) open() int {
+// Open returns how many connections are open.
+func (l *Limiter) Open() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.conns)
@@ -233,7 +247,7 @@ func (l *connLimiter) open() int {
 
 // waitForRoom returns once a connection may be accepted, closing the
 // longest idle one when at the cap, or with net.ErrClosed once closed is.
-func (l *connLimiter) waitForRoom(closed <-chan struct{}) error {
+func (l *Limiter) waitForRoom(closed <-chan struct{}) error {
 	for {
 		l.mu.Lock()
 		if len(l.conns) < l.max {
@@ -268,10 +282,10 @@ func (l *connLimiter) waitForRoom(closed <-chan struct{}) error {
 	}
 }
 
-// limitedListener is the listener of a connLimiter.
+// limitedListener is the listener of a Limiter.
 type limitedListener struct {
 	net.Listener
-	limiter   *connLimiter
+	limiter   *Limiter
 	closed    chan struct{}
 	closeOnce sync.Once
 }
@@ -302,12 +316,12 @@ func (ln *limitedListener) Close() error {
 // listener, the runtime's poller, a key file being read.
 const fileReserve = 32
 
-// connectionCap returns the cap on open connections: want, lowered to fit
+// Cap returns the cap on open connections: want, lowered to fit
 // below the process's file limit with fileReserve to spare. It relies on
 // Go (since 1.19, package syscall's init) having raised the soft limit of
 // open files to the hard limit at start, so the current soft limit is as
 // high as the process can go.
-func connectionCap(want int) (int, error) {
+func Cap(want int) (int, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return want, nil // no limit known: trust the configuration
@@ -317,7 +331,7 @@ func connectionCap(want int) (int, error) {
 		return want, nil
 	}
 	if cur <= 2*fileReserve {
-		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: the process may open only %d files, too few to serve connections (raise ulimit -n)", cur)
+		return 0, fmt.Errorf("the process may open only %d files, too few to serve connections (raise ulimit -n)", cur)
 	}
 	return int(cur) - fileReserve, nil
 }
