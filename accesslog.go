@@ -103,7 +103,7 @@ func appendLogFloat(b []byte, f float64) []byte {
 }
 
 // accessLog writes access lines to w, each with one Write. w must be safe
-// for concurrent use (the logSink is), since requests log concurrently.
+// for concurrent use (the logsink.Sink is), since requests log concurrently.
 type accessLog struct {
 	w    io.Writer
 	bufs sync.Pool // *[]byte

@@ -3,60 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/logsink"
 )
-
-func TestLogSinkBuffersUntilFull(t *testing.T) {
-	t.Parallel()
-	var out lockedBuffer
-	s := newLogSink(&out, 20, time.Hour)
-	s.Write([]byte("line one\n")) // 9 bytes
-	if got := out.String(); got != "" {
-		t.Fatalf("written before the buffer filled: %q", got)
-	}
-	s.Write([]byte("line two\n"))
-	s.Write([]byte("line three\n")) // 29 bytes ≥ 20: flush
-	waitFor(t, "the full buffer to be written", func() bool { return out.String() == "line one\nline two\nline three\n" })
-	s.Write([]byte("line four\n"))
-	s.Close()
-	if got := out.String(); !strings.HasSuffix(got, "line three\nline four\n") {
-		t.Fatalf("Close did not flush: %q", got)
-	}
-	s.Write([]byte("after close\n"))
-	if got := out.String(); !strings.HasSuffix(got, "after close\n") {
-		t.Errorf("a line after Close was not written at once: %q", got)
-	}
-}
-
-func TestLogSinkFlushesAfterDelay(t *testing.T) {
-	t.Parallel()
-	var out lockedBuffer
-	s := newLogSink(&out, 1<<20, 20*time.Millisecond)
-	defer s.Close()
-	s.Write([]byte("request line\n"))
-	waitFor(t, "the delayed flush", func() bool { return out.String() == "request line\n" })
-}
-
-// A direct line is written at once, after the buffered ones.
-func TestLogSinkDirectKeepsOrder(t *testing.T) {
-	t.Parallel()
-	var out lockedBuffer
-	s := newLogSink(&out, 1<<20, time.Hour)
-	defer s.Close()
-	s.Write([]byte("access 1\n"))
-	s.Direct().Write([]byte("error\n"))
-	waitFor(t, "the direct line", func() bool { return strings.Contains(out.String(), "error\n") })
-	s.Write([]byte("access 2\n"))
-	if got, want := out.String(), "access 1\nerror\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
 
 // Access lines of answers below 500 go to the access log (buffered in
 // production); those of 500s go to the error log, written at once.
@@ -88,7 +43,7 @@ func (w *stuckWriter) Write(p []byte) (int, error) {
 }
 
 // withSink logs through sink exactly as run does.
-func withSink(sink *logSink) testOption {
+func withSink(sink *logsink.Sink) testOption {
 	return func(d *deps, _ *[]route) {
 		d.log, d.access = slog.New(slog.NewJSONHandler(sink.Direct(), nil)), sink
 	}
@@ -103,7 +58,7 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 	w := &stuckWriter{release: make(chan struct{})}
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(w.release) }) }
-	sink := newLogSink(w, 1<<10, time.Millisecond)
+	sink := logsink.New(w, 1<<10, time.Millisecond)
 	t.Cleanup(sink.Close)
 	t.Cleanup(release) // first, on a failure too, or the writer never ends
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
@@ -156,37 +111,6 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 	}
 }
 
-// A sink whose stderr never drains does not hold up Close for longer than
-// closeWait.
-func TestLogSinkCloseGivesUpOnStuckStderr(t *testing.T) {
-	t.Parallel()
-	w := &stuckWriter{release: make(chan struct{})}
-	t.Cleanup(func() { close(w.release) })
-	sink := newLogSink(w, 1<<10, time.Hour)
-	sink.closeWait = 10 * time.Millisecond
-	sink.Direct().Write([]byte("stuck\n"))
-	sink.Write([]byte("waiting\n"))
-	closed := make(chan struct{})
-	go func() { sink.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close still waiting for a stuck stderr after 10 s")
-	}
-	sink.Write([]byte("after close\n")) // dropped: it must not block either
-}
-
-// Buffering a line allocates nothing (the access line's cost is counted by
-// BenchmarkAccessLine and TestListAllocationsIndependentOfSize).
-func TestLogSinkWriteAllocatesNothing(t *testing.T) {
-	sink := newLogSink(io.Discard, logFlushSize, logFlushDelay)
-	defer sink.Close()
-	line := []byte(`{"time":"2026-01-02T03:04:05.123456789Z","level":"INFO","msg":"request","method":"GET","route":"GET /v1/categories","path":"/v1/categories","status":200,"bytes":4101,"duration_ms":0.011,"request_id":"a1b2c3d4e5f6-17"}` + "\n")
-	if allocs := testing.AllocsPerRun(10_000, func() { sink.Write(line) }); allocs != 0 {
-		t.Errorf("allocations per line: got %v, want 0", allocs)
-	}
-}
-
 // The binary answers every request while nobody reads its stderr pipe, and
 // says how many lines it dropped once the pipe drains.
 func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
@@ -197,7 +121,7 @@ func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
 	defer client.CloseIdleConnections()
 	// Lines of about 2 KiB (a 404's path is in its line): 400 of them are
 	// 800 KiB, more than the pipe (64 KiB), the writer's batch and the
-	// sink's buffer (bufferedBatches × logFlushSize) hold together.
+	// sink's buffer (8 × logsink.FlushSize) hold together.
 	long := "/v1/no-such-path/" + strings.Repeat("x", 2<<10)
 	for i := range 400 {
 		path, want := long, http.StatusNotFound

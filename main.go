@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/connlimit"
+	"petstore/internal/logsink"
 )
 
 func main() {
@@ -139,7 +140,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	sink := newLogSink(stderr, logFlushSize, logFlushDelay)
+	sink := logsink.New(stderr, logsink.FlushSize, logsink.FlushDelay)
 	defer sink.Close()
 	log := newJSONLogger(sink.Direct())
 

@@ -94,7 +94,7 @@ type requestState struct {
 // Nothing from the Authorization header is ever logged.
 //
 // Lines go to access, except those of answers with status 500 and above,
-// which go through log: access may be buffered (see logSink), errors are not.
+// which go through log: access may be buffered (see logsink.Sink), errors are not.
 func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, next http.Handler) http.Handler {
 	var prefix [6]byte
 	rand.Read(prefix[:])

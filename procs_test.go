@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/logsink"
 )
 
 // fakeProcs records GOMAXPROCS calls.
@@ -138,7 +140,7 @@ func TestRunBoostsProcsForJournalWrites(t *testing.T) {
 			wantStatus(t, "create", resp, body, http.StatusCreated)
 			// The boost is logged before the create's 201; the access line
 			// of the create follows within the log's flush delay.
-			if p.waitLog(10*logFlushDelay, func(l logLine) bool { return l["msg"] == "request" }) == nil {
+			if p.waitLog(10*logsink.FlushDelay, func(l logLine) bool { return l["msg"] == "request" }) == nil {
 				t.Fatalf("no access line for the create")
 			}
 			boosted := p.waitLog(0, func(l logLine) bool {

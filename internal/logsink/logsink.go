@@ -1,4 +1,9 @@
-package main
+// Package logsink is a stderr for logs that never blocks a request. Lines
+// are appended to a buffer that one writer goroutine writes out in batches;
+// while the destination does not drain, lines past a bound are dropped, and
+// a warning counts them once it drains again. Every line is either written
+// or counted.
+package logsink
 
 import (
 	"bytes"
@@ -8,7 +13,7 @@ import (
 	"time"
 )
 
-// logSink is stderr for the logs. One goroutine, the writer, owns the
+// Sink is stderr for the logs. One goroutine, the writer, owns the
 // writes to stderr; the lines of requests and of everything else are only
 // appended to a buffer, so a stderr that stops draining (a stuck log
 // collector, a full pipe) never blocks a request: once maxBuffered bytes
@@ -23,7 +28,7 @@ import (
 //
 // Measured with `make bench-load`: writing each access line on its own cost
 // petstore 15–25% of its GET throughput on one CPU.
-type logSink struct {
+type Sink struct {
 	mu           sync.Mutex
 	buf          []byte // lines waiting for the writer
 	limit        int    // buffered bytes that wake the writer
@@ -41,25 +46,31 @@ type logSink struct {
 	closeWait time.Duration // how long Close waits for a stuck stderr
 }
 
-// How long and how much access lines wait before they are written, how much
-// may wait while stderr does not drain, and how long Close waits for it.
+// FlushSize and FlushDelay are how much and how long access lines wait
+// before they are written, for New.
 const (
-	logFlushSize = 32 << 10
+	FlushSize  = 32 << 10
+	FlushDelay = 100 * time.Millisecond
+)
+
+// How much may wait while stderr does not drain, and how long Close waits
+// for it.
+const (
 	// bufferedBatches is how many flushes' worth the sink holds while
 	// stderr does not drain, before it drops lines.
 	bufferedBatches = 8
-	logFlushDelay   = 100 * time.Millisecond
-	logCloseWait    = time.Second
+	closeWait       = time.Second
 )
 
-// newLogSink returns a sink that writes to w in batches of about limit
-// bytes, at most delay after their first line, and buffers at most 8×limit
-// bytes while w does not take them.
-func newLogSink(w io.Writer, limit int, delay time.Duration) *logSink {
-	s := &logSink{
-		w: w, warn: newJSONLogger(w),
+// New returns a sink that writes to w in batches of about limit bytes, at
+// most delay after their first line, and buffers at most 8×limit bytes while
+// w does not take them. Its warnings about dropped lines are JSON lines of
+// log/slog, like the lines it carries.
+func New(w io.Writer, limit int, delay time.Duration) *Sink {
+	s := &Sink{
+		w: w, warn: slog.New(slog.NewJSONHandler(w, nil)),
 		limit: limit, max: bufferedBatches * limit, delay: delay, buf: make([]byte, 0, limit),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), closeWait: logCloseWait,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), closeWait: closeWait,
 	}
 	s.timer = time.AfterFunc(time.Hour, s.notify)
 	s.timer.Stop()
@@ -68,7 +79,7 @@ func newLogSink(w io.Writer, limit int, delay time.Duration) *logSink {
 }
 
 // notify wakes the writer, without waiting.
-func (s *logSink) notify() {
+func (s *Sink) notify() {
 	select {
 	case s.wake <- struct{}{}:
 	default: // already awake or about to be
@@ -76,10 +87,10 @@ func (s *logSink) notify() {
 }
 
 // Write buffers p, one or more whole log lines.
-func (s *logSink) Write(p []byte) (int, error) { return s.add(p, false) }
+func (s *Sink) Write(p []byte) (int, error) { return s.add(p, false) }
 
 // add buffers p and wakes the writer when now is set or the buffer is full.
-func (s *logSink) add(p []byte, now bool) (int, error) {
+func (s *Sink) add(p []byte, now bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -106,7 +117,7 @@ func (s *logSink) add(p []byte, now bool) (int, error) {
 // writeClosed handles a line that comes after Close: it is written at once
 // if the writer finished, and dropped if Close gave up on a stuck stderr.
 // Callers hold mu.
-func (s *logSink) writeClosed(p []byte) {
+func (s *Sink) writeClosed(p []byte) {
 	select {
 	case <-s.done:
 		s.w.Write(p) // a log that cannot be written has nowhere to report it
@@ -116,7 +127,7 @@ func (s *logSink) writeClosed(p []byte) {
 
 // writeLoop is the writer goroutine: each time it is woken it takes what is
 // buffered, leaving its previous buffer in its place, and writes it.
-func (s *logSink) writeLoop() {
+func (s *Sink) writeLoop() {
 	defer close(s.done)
 	out := make([]byte, 0, s.limit)
 	for range s.wake {
@@ -143,7 +154,7 @@ func (s *logSink) writeLoop() {
 // Close writes out what is buffered, waiting at most closeWait for a stderr
 // that does not drain; what it could not write is lost. Later lines are
 // written at once.
-func (s *logSink) Close() {
+func (s *Sink) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -163,9 +174,9 @@ func (s *logSink) Close() {
 
 // Direct returns a writer that buffers like Write but wakes the writer at
 // once, for lines that should not wait (start, warnings, errors).
-func (s *logSink) Direct() io.Writer { return directWriter{s} }
+func (s *Sink) Direct() io.Writer { return directWriter{s} }
 
-// directWriter writes through its sink at once; see logSink.Direct.
-type directWriter struct{ s *logSink }
+// directWriter writes through its sink at once; see Sink.Direct.
+type directWriter struct{ s *Sink }
 
 func (d directWriter) Write(p []byte) (int, error) { return d.s.add(p, true) }
