@@ -133,7 +133,7 @@ func promtoolPath(t *testing.T, what string) string {
 }
 
 // promtool's own check accepts the exposition after traffic of every
-// status (decisions.md, "Operations"). Without promtool the test skips
+// status (docs/operations.md, "Metrics"). Without promtool the test skips
 // loudly, unless PETSTORE_TEST_REQUIRE_PROMTOOL is set (CI sets it).
 func TestMetricsPassPromtool(t *testing.T) {
 	t.Parallel()
@@ -231,7 +231,7 @@ func parseLabels(t *testing.T, name string) map[string]string {
 	return labels
 }
 
-// A journal's commits are counted: one per write+fsync, with its size.
+// A journal's commits are counted: one per write+fdatasync, with its size.
 func TestMetricsCountCommits(t *testing.T) {
 	t.Parallel()
 	commits := newCommitMetrics()
