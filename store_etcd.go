@@ -642,25 +642,11 @@ func (s *etcdStore) commit(batch []*createRequest) {
 	var unknown error // the last unknown outcome, while one may still apply
 	pause := etcd.Backoff{First: txnRetryFirst, Max: txnRetryMax}
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if err := s.checkCounter(ctx, len(pending)); err != nil {
-			failPending(pending, err)
+		if pending = s.prepare(ctx, pending); len(pending) == 0 {
 			return
 		}
-		if pending = s.cutToQuota(pending); len(pending) == 0 {
-			return
-		}
-		if err := s.ensureLease(ctx, pending); err != nil {
-			if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
-				s.markDown(err)
-				failPending(pending, errUnavailable)
-			} else {
-				failPending(pending, err)
-			}
-			return
-		}
-		txn := s.buildTxn(pending)
 		start := time.Now()
-		resp, err := s.c.Txn(ctx, txn)
+		resp, err := s.c.Txn(ctx, s.buildTxn(pending))
 		switch {
 		case err == nil && resp.Succeeded:
 			s.committed(pending, resp, time.Since(start))
@@ -693,13 +679,41 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			return
 		}
 		if ctx.Err() != nil || attempt > 1000 {
-			s.markDown(unknown)
-			s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
-			failPending(pending, errOutcomeUnknown)
+			s.giveUp(pending, unknown)
 			return
 		}
 		pause.Wait(ctx) // a done ctx ends the loop above
 	}
+}
+
+// prepare readies pending for a txn: it refuses the creates that the
+// counter or the cap do not allow, and grants a lease for Idempotency-Keys.
+// It returns the creates to send: none when every one has failed.
+func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pendingCreate {
+	if err := s.checkCounter(ctx, len(pending)); err != nil {
+		failPending(pending, err)
+		return nil
+	}
+	if pending = s.cutToQuota(pending); len(pending) == 0 {
+		return nil
+	}
+	if err := s.ensureLease(ctx, pending); err != nil {
+		if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
+			s.markDown(err)
+			err = errUnavailable
+		}
+		failPending(pending, err)
+		return nil
+	}
+	return pending
+}
+
+// giveUp fails pending after the create's deadline passed with its
+// outcome unknown.
+func (s *etcdStore) giveUp(pending []*pendingCreate, unknown error) {
+	s.markDown(unknown)
+	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
+	failPending(pending, errOutcomeUnknown)
 }
 
 // cutToQuota refuses, with errQuotaExceeded, the creates of pending that
@@ -911,22 +925,9 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 // record holds an id it would give, the counter is behind: settle records
 // it for checkCounter.
 func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
-	ranges := make([]*etcd.RangeResponse, len(resp.Responses))
-	for i, r := range resp.Responses {
-		if r.ResponseRange == nil {
-			return pending, errors.New("etcd: a failed txn answered something other than a range")
-		}
-		ranges[i] = r.ResponseRange
-	}
-	want := 2 // the range above the counter, the counter
-	for _, p := range pending {
-		want++
-		if p.req.nc.idem != nil {
-			want++
-		}
-	}
-	if len(ranges) != want {
-		return pending, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+	ranges, err := failureRanges(pending, resp)
+	if err != nil {
+		return pending, err
 	}
 	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
 	if err != nil {
@@ -938,43 +939,19 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]
 	var committed int
 	next := 0
 	for _, p := range pending {
-		name := ranges[next]
+		name, key := ranges[next], (*etcd.RangeResponse)(nil)
 		next++
 		if p.req.nc.idem != nil {
-			key := ranges[next]
+			key = ranges[next]
 			next++
-			if len(key.Kvs) > 0 {
-				var claim keyClaim
-				if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-					p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
-					continue
-				}
-				switch {
-				case claim.Token == p.token: // committed by an earlier attempt
-					p.req.cat.ID = claim.ID
-					p.req.at = s.now()
-					committed++
-				case claim.Request == requestHex(p.req.nc):
-					p.req.replayOf = claim.ID
-				default:
-					p.req.err = errIdempotencyKeyReused
-				}
-				continue
-			}
 		}
-		if len(name.Kvs) == 0 {
+		again, done := s.settleOne(p, name, key)
+		if again {
 			retry = append(retry, p)
-			continue
 		}
-		var claim nameClaim
-		if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
-			// Committed by an earlier attempt whose answer was lost.
-			p.req.cat.ID = claim.ID
-			p.req.at = s.now()
+		if done {
 			committed++
-			continue
 		}
-		p.req.err = errConflict(p.req.nc.Name)
 	}
 	if committed > 0 {
 		s.down.Store(nil)
@@ -982,6 +959,67 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]
 	s.counter, s.counterRev, s.blocked = counter.value, counter.rev, blocked
 	s.noteCounter(counter.value)
 	return retry, nil // when blocked, the next checkCounter refuses them
+}
+
+// failureRanges returns the answers of a failed txn's ranges (see
+// buildTxn): per create its name key and, with an Idempotency-Key, its key;
+// then the range above the counter and the counter.
+func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.RangeResponse, error) {
+	ranges := make([]*etcd.RangeResponse, len(resp.Responses))
+	for i, r := range resp.Responses {
+		if r.ResponseRange == nil {
+			return nil, errors.New("etcd: a failed txn answered something other than a range")
+		}
+		ranges[i] = r.ResponseRange
+	}
+	want := 2 // the range above the counter, the counter
+	for _, p := range pending {
+		want++
+		if p.req.nc.idem != nil {
+			want++
+		}
+	}
+	if len(ranges) != want {
+		return nil, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+	}
+	return ranges, nil
+}
+
+// settleOne reads the fate of p in a failed txn's answers: its name key,
+// and its Idempotency-Key's key (nil when it has none). It says whether p
+// is to be sent again, and whether an earlier attempt committed it; else
+// it sets p's error or the create it replays.
+func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
+	if key != nil && len(key.Kvs) > 0 {
+		var claim keyClaim
+		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
+			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
+			return false, false
+		}
+		switch {
+		case claim.Token == p.token: // committed by an earlier attempt
+			p.req.cat.ID = claim.ID
+			p.req.at = s.now()
+			return false, true
+		case claim.Request == requestHex(p.req.nc):
+			p.req.replayOf = claim.ID
+		default:
+			p.req.err = errIdempotencyKeyReused
+		}
+		return false, false
+	}
+	if len(name.Kvs) == 0 {
+		return true, false
+	}
+	var claim nameClaim
+	if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
+		// Committed by an earlier attempt whose answer was lost.
+		p.req.cat.ID = claim.ID
+		p.req.at = s.now()
+		return false, true
+	}
+	p.req.err = errConflict(p.req.nc.Name)
+	return false, false
 }
 
 // etcdLease is the lease the Idempotency-Keys of recent creates are put

@@ -180,10 +180,7 @@ func (c *Client) call(ctx context.Context, path string, in, out any, write bool)
 			continue
 		}
 		if status == http.StatusOK {
-			if err := json.Unmarshal(respBody, out); err != nil {
-				return fmt.Errorf("etcd %s %s: decoding the answer: %w", ep, path, err)
-			}
-			return nil
+			return decodeAnswer(ep, path, respBody, out)
 		}
 		ge := decodeGatewayError(status, respBody)
 		switch {
@@ -209,6 +206,14 @@ func (c *Client) call(ctx context.Context, path string, in, out any, write bool)
 		last = ctx.Err()
 	}
 	return fmt.Errorf("%w: %w", ErrUnreachable, last)
+}
+
+// decodeAnswer decodes the 200 answer of ep to path into out.
+func decodeAnswer(ep, path string, body []byte, out any) error {
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("etcd %s %s: decoding the answer: %w", ep, path, err)
+	}
+	return nil
 }
 
 // post sends one request to one endpoint, bounded by c.timeout, and

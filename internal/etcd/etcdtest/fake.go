@@ -123,15 +123,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.URL.Path == "/v3/auth/authenticate" {
-		var in struct{ Name, Password string }
-		json.Unmarshal(body, &in)
-		f.authCalls++
-		if in.Password != f.password {
-			f.fail(w, 400, 3, "etcdserver: authentication failed, invalid user ID or password")
-			return
-		}
-		f.token = fmt.Sprintf("tok%d", f.authCalls)
-		f.write(w, 200, map[string]any{"header": f.header(), "token": f.token})
+		f.authenticateLocked(w, body)
 		return
 	}
 	if f.password != "" && r.Header.Get("Authorization") != f.token {
@@ -147,33 +139,51 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.write(w, 200, f.rangeLocked(in))
 	case "/v3/kv/txn":
-		var in etcd.TxnRequest
-		if err := json.Unmarshal(body, &in); err != nil {
-			f.fail(w, 400, 3, err.Error())
-			return
-		}
-		f.txns++
-		fault := ""
-		if f.txnFault != nil {
-			fault = f.txnFault(f.txns)
-		}
-		switch fault {
-		case "503":
-			f.fail(w, 503, 14, "etcdserver: request timed out")
-			return
-		case "403":
-			f.fail(w, 403, 7, "etcdserver: permission denied")
-			return
-		}
-		out := f.txnLocked(in)
-		if fault == "apply-then-503" {
-			f.fail(w, 503, 14, "etcdserver: request timed out")
-			return
-		}
-		f.write(w, 200, out)
+		f.serveTxnLocked(w, body)
 	default:
 		f.fail(w, 404, 5, "Not Found")
 	}
+}
+
+// authenticateLocked answers /v3/auth/authenticate.
+func (f *Fake) authenticateLocked(w http.ResponseWriter, body []byte) {
+	var in struct{ Name, Password string }
+	json.Unmarshal(body, &in)
+	f.authCalls++
+	if in.Password != f.password {
+		f.fail(w, 400, 3, "etcdserver: authentication failed, invalid user ID or password")
+		return
+	}
+	f.token = fmt.Sprintf("tok%d", f.authCalls)
+	f.write(w, 200, map[string]any{"header": f.header(), "token": f.token})
+}
+
+// serveTxnLocked answers /v3/kv/txn, or fails it as txnFault says.
+func (f *Fake) serveTxnLocked(w http.ResponseWriter, body []byte) {
+	var in etcd.TxnRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		f.fail(w, 400, 3, err.Error())
+		return
+	}
+	f.txns++
+	fault := ""
+	if f.txnFault != nil {
+		fault = f.txnFault(f.txns)
+	}
+	switch fault {
+	case "503":
+		f.fail(w, 503, 14, "etcdserver: request timed out")
+		return
+	case "403":
+		f.fail(w, 403, 7, "etcdserver: permission denied")
+		return
+	}
+	out := f.txnLocked(in)
+	if fault == "apply-then-503" {
+		f.fail(w, 503, 14, "etcdserver: request timed out")
+		return
+	}
+	f.write(w, 200, out)
 }
 
 func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
