@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,221 +17,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/etcd/etcdtest"
 )
 
 // Integration tests against a real etcd cluster: three members on
 // 127.0.0.1, free ports, data in t.TempDir(), started and stopped by the
 // test itself. Without an etcd binary they skip loudly, unless
 // PETSTORE_TEST_REQUIRE_ETCD=1 (set by .ci/run), which makes them fail.
-
-// etcdCluster is a cluster a test started.
-type etcdCluster struct {
-	t       *testing.T
-	members []*etcdMember
-}
-
-// etcdMember is one etcd process and what it takes to start it again.
-type etcdMember struct {
-	name   string
-	client string // 127.0.0.1:port
-	args   []string
-	log    string // its stderr, kept in the test's temp dir
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// etcdBinary returns the path of etcd, or skips (or fails, when required).
-func etcdBinary(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("etcd")
-	if err != nil {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_ETCD") == "1" {
-			t.Fatalf("PETSTORE_TEST_REQUIRE_ETCD=1 but no etcd binary is on PATH (apt-get install etcd-server): %v", err)
-		}
-		t.Skip("********** SKIPPED: no etcd binary on PATH, so the etcd store was NOT tested against a real cluster. " +
-			"Install one (apt-get install etcd-server) or run .ci/run, which does, and sets PETSTORE_TEST_REQUIRE_ETCD=1. **********")
-	}
-	if testing.Short() {
-		t.Skip("starts an etcd cluster")
-	}
-	return path
-}
-
-// freePorts returns n ports that nothing listened on a moment ago. Holding
-// all the listeners until every port is known keeps them distinct.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
-
-// startEtcdCluster starts a 3-member cluster and waits, at most 30 s, until
-// every member reports itself healthy. Every member is killed at the end of
-// the test.
-func startEtcdCluster(t *testing.T) *etcdCluster {
-	t.Helper()
-	bin := etcdBinary(t)
-	const n = 3
-	ports := freePorts(t, 2*n)
-	dir := t.TempDir()
-	var initial []string
-	for i := range n {
-		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i+1, ports[n+i]))
-	}
-	c := &etcdCluster{t: t}
-	for i := range n {
-		name := fmt.Sprintf("m%d", i+1)
-		client := fmt.Sprintf("127.0.0.1:%d", ports[i])
-		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[n+i])
-		m := &etcdMember{name: name, client: client, log: filepath.Join(dir, name+".log"), args: []string{bin,
-			"--name", name, "--data-dir", filepath.Join(dir, name),
-			"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", fmt.Sprintf("petstore-test-%d", ports[0]),
-		}}
-		c.members = append(c.members, m)
-		m.start(t)
-	}
-	t.Cleanup(func() {
-		for _, m := range c.members {
-			m.kill()
-		}
-	})
-	c.waitHealthy(t, 30*time.Second)
-	return c
-}
-
-func (m *etcdMember) start(t *testing.T) {
-	t.Helper()
-	logFile, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(m.args[0], m.args[1:]...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// ETCD_* variables of the environment would override the flags.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ETCD_") })
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting etcd %s: %v", m.name, err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	m.mu.Lock()
-	m.cmd, m.done = cmd, done
-	m.mu.Unlock()
-}
-
-// kill sends SIGKILL (kill -9) and waits, at most 10 s, for the process to
-// be gone. It does nothing to a member already killed.
-func (m *etcdMember) kill() {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Kill()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// endpoints returns the members' client addresses, comma-separated.
-func (c *etcdCluster) endpoints() string {
-	var eps []string
-	for _, m := range c.members {
-		eps = append(eps, m.client)
-	}
-	return strings.Join(eps, ",")
-}
-
-// data returns PETSTORE_DATA for prefix on this cluster.
-func (c *etcdCluster) data(prefix string) string {
-	return "etcd://" + c.endpoints() + "/" + prefix
-}
-
-var etcdTestClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
-
-// waitHealthy polls every running member's /health until all answer true.
-func (c *etcdCluster) waitHealthy(t *testing.T, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		healthy := 0
-		for _, m := range c.members {
-			resp, err := etcdTestClient.Get("http://" + m.client + "/health")
-			if err != nil {
-				continue
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if bytes.Contains(body, []byte(`"health":"true"`)) {
-				healthy++
-			}
-		}
-		if healthy == len(c.members) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
-	c.dumpLogs(t)
-	t.Fatalf("etcd cluster not healthy within %v", within)
-}
-
-// leader returns the member that is the leader now, by asking each live
-// member for its status: the one whose member_id is the leader.
-func (c *etcdCluster) leader(t *testing.T) *etcdMember {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range c.members {
-			resp, err := etcdTestClient.Post("http://"+m.client+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
-			if err != nil {
-				continue
-			}
-			var st struct {
-				Header etcdHeader `json:"header"`
-				Leader i64        `json:"leader"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberID {
-				return m
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // polling, bounded
-	}
-	t.Fatal("no etcd member says it is the leader")
-	return nil
-}
-
-func (c *etcdCluster) dumpLogs(t *testing.T) {
-	for _, m := range c.members {
-		b, _ := os.ReadFile(m.log)
-		if len(b) > 3000 {
-			b = b[len(b)-3000:]
-		}
-		t.Logf("etcd %s log (tail):\n%s", m.name, b)
-	}
-}
 
 // loadClient is an HTTP client for many concurrent requests to petstore.
 func loadClient(t *testing.T) *http.Client {
@@ -328,9 +119,9 @@ func checkConsecutive(t *testing.T, list []categoryBody) {
 // among racing creates, a Location from one followed on the other at once,
 // and a create listed by the other within a second.
 func TestEtcdTwoInstances(t *testing.T) {
-	cluster := startEtcdCluster(t)
-	a := startRun(t, baseEnv(cluster.data("two")))
-	b := startRun(t, baseEnv(cluster.data("two")))
+	cluster := etcdtest.StartCluster(t)
+	a := startRun(t, baseEnv(cluster.Data("two")))
+	b := startRun(t, baseEnv(cluster.Data("two")))
 	bases := []string{a.url(""), b.url("")}
 	client := loadClient(t)
 
@@ -507,8 +298,8 @@ func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []b
 // known categories still served from the cache, /healthz 503; members back:
 // creates work again, without restarting petstore.
 func TestEtcdQuorumLoss(t *testing.T) {
-	cluster := startEtcdCluster(t)
-	svc := startRun(t, baseEnv(cluster.data("quorum")))
+	cluster := etcdtest.StartCluster(t)
+	svc := startRun(t, baseEnv(cluster.Data("quorum")))
 	base := svc.url("")
 	client := loadClient(t)
 	for i := range 3 {
@@ -518,8 +309,8 @@ func TestEtcdQuorumLoss(t *testing.T) {
 	}
 	_, etagBefore, _ := listVia(t, client, base, e2eKey)
 
-	for _, m := range cluster.members {
-		m.kill()
+	for _, m := range cluster.Members() {
+		m.Kill()
 	}
 	status, _, h, err := createVia(client, base, e2eKey, "during")
 	if err != nil || status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
@@ -547,10 +338,10 @@ func TestEtcdQuorumLoss(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling a condition, bounded
 	}
 
-	for _, m := range cluster.members {
-		m.start(t)
+	for _, m := range cluster.Members() {
+		m.Start(t)
 	}
-	cluster.waitHealthy(t, 30*time.Second)
+	cluster.WaitHealthy(t, 30*time.Second)
 	deadline = time.Now().Add(20 * time.Second)
 	for i := 0; ; i++ {
 		status, c, _, err := createVia(client, base, e2eKey, fmt.Sprintf("after-%d", i))
@@ -575,8 +366,8 @@ func TestEtcdQuorumLoss(t *testing.T) {
 // twice, and writes resume within seconds. Then kill -9 of one petstore:
 // the other keeps serving, and a restarted one catches up.
 func TestEtcdLeaderKill(t *testing.T) {
-	cluster := startEtcdCluster(t)
-	env := map[string]string{"PETSTORE_DATA": cluster.data("kill")}
+	cluster := etcdtest.StartCluster(t)
+	env := map[string]string{"PETSTORE_DATA": cluster.Data("kill")}
 	a, b := startBinary(t, env), startBinary(t, env)
 	bases := []string{a.url(""), b.url("")}
 	client := loadClient(t)
@@ -646,15 +437,15 @@ func TestEtcdLeaderKill(t *testing.T) {
 		return time.Since(start)
 	}
 	waitFor("100 creates before the kill", 20*time.Second, func() bool { return count(time.Time{}) >= 100 })
-	leader := cluster.leader(t)
+	leader := cluster.Leader(t)
 	killedAt := time.Now()
-	leader.kill()
+	leader.Kill()
 	resumed := waitFor("a create sent after the kill answered 201", 15*time.Second, func() bool { return count(killedAt) > 0 })
 	waitFor("100 creates after the kill", 20*time.Second, func() bool { return count(killedAt) >= 100 })
 	close(stop)
 	wg.Wait()
 	t.Logf("leader %s killed: first 201 for a create sent after it came %v later; %d creates answered 201, %d answered 503",
-		leader.name, resumed.Round(time.Millisecond), len(oks), unavailable)
+		leader.Name(), resumed.Round(time.Millisecond), len(oks), unavailable)
 	if resumed > 10*time.Second {
 		t.Errorf("writes resumed %v after the leader was killed, want within 10 s", resumed)
 	}
@@ -707,7 +498,7 @@ func runCommand(t *testing.T, env map[string]string, args ...string) (string, st
 // a prefix that holds categories; -export writes any store back in the
 // journal format (version 1: an export holds no keys).
 func TestEtcdImportExport(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	journalText := exportHeader + "\n" +
 		`{"id":1,"name":"dog","description":"Loyal"}` + "\n" +
 		`{"id":2,"name":"Cat"}` + "\n" +
@@ -719,7 +510,7 @@ func TestEtcdImportExport(t *testing.T) {
 	if err := os.WriteFile(path, []byte(journalText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"PETSTORE_DATA": cluster.data("imported"), "PETSTORE_ETCD_START_TIMEOUT": "10s"}
+	env := map[string]string{"PETSTORE_DATA": cluster.Data("imported"), "PETSTORE_ETCD_START_TIMEOUT": "10s"}
 
 	if _, stderr, err := runCommand(t, env, "-import", path); err != nil {
 		t.Fatalf("-import: %v; stderr %s", err, stderr)
@@ -738,7 +529,7 @@ func TestEtcdImportExport(t *testing.T) {
 		t.Errorf("-import into a journal: got %v, want an error naming PETSTORE_DATA", err)
 	}
 
-	svc := startRun(t, baseEnv(cluster.data("imported")))
+	svc := startRun(t, baseEnv(cluster.Data("imported")))
 	client := loadClient(t)
 	if status, c, _, err := createVia(client, svc.url(""), e2eKey, "new"); err != nil || status != http.StatusCreated || c.ID != 100 {
 		t.Errorf("create after import: %d id %d %v; want 201 with id 100", status, c.ID, err)
@@ -750,13 +541,13 @@ func TestEtcdImportExport(t *testing.T) {
 
 // openClusterStore opens an etcd store on prefix of cluster, closed at the
 // end of the test (Close may be called before).
-func openClusterStore(t *testing.T, cluster *etcdCluster, prefix string) *etcdStore {
+func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string) *etcdStore {
 	t.Helper()
-	cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.data(prefix))
+	cfg, err := loadEtcdConfig(func(string) string { return "" }, cluster.Data(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openStore(cluster.data(prefix), storeOptions{etcd: cfg})
+	s, err := openStore(cluster.Data(prefix), storeOptions{etcd: cfg})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -768,7 +559,7 @@ func openClusterStore(t *testing.T, cluster *etcdCluster, prefix string) *etcdSt
 // of them (about 9 KB each as the gateway sends them, 5 MB in all) are all
 // back after a reopen.
 func TestEtcdLargeCategoriesReopen(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "large")
 	desc := strings.Repeat("<", maxDescriptionLen) // 6 bytes of JSON each
 	var wg sync.WaitGroup
@@ -799,7 +590,7 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 // refused as a duplicate of another create of the same name in the batch:
 // it goes in a txn of its own and is answered with its create.
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
 	k1 := newIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	first, err := x.Create(context.Background(), NewCategory{Name: "dog", idem: k1})
@@ -821,7 +612,7 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 // A lease that is gone (revoked by hand, lost with a restore) does not
 // fail keyed creates: the store grants a new one and puts the key again.
 func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "lease")
 	key := func(k, name string) NewCategory {
 		nc := NewCategory{Name: name}
@@ -832,7 +623,7 @@ func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoke := fmt.Sprintf(`{"ID":%d}`, s.lease.id) // read after the create returned: the writer is idle
-	resp, err := http.Post("http://"+strings.Split(cluster.endpoints(), ",")[0]+"/v3/lease/revoke", "application/json", strings.NewReader(revoke))
+	resp, err := http.Post("http://"+strings.Split(cluster.Endpoints(), ",")[0]+"/v3/lease/revoke", "application/json", strings.NewReader(revoke))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/etcd"
+	"petstore/internal/etcd/etcdtest"
 )
 
 // Another writer with access to the prefix (an operator's etcdctl, a buggy
@@ -25,7 +28,7 @@ import (
 // valid categories, hides none and still starts; and that requests that
 // cannot succeed cost etcd no write and no quorum read.
 func TestEtcdForeignData(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	client := loadClient(t)
 
 	t.Run("counter set back", func(t *testing.T) { testCounterSetBack(t, cluster, client) })
@@ -39,11 +42,11 @@ func TestEtcdForeignData(t *testing.T) {
 
 // etcdPost sends one gateway request to the cluster's first member and
 // returns the answer's body.
-func etcdPost(t *testing.T, cluster *etcdCluster, path string, in any) []byte {
+func etcdPost(t *testing.T, cluster *etcdtest.Cluster, path string, in any) []byte {
 	t.Helper()
 	body, _ := json.Marshal(in)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	resp, err := client.Post("http://"+cluster.members[0].client+path, "application/json", bytes.NewReader(body))
+	resp, err := client.Post("http://"+cluster.Members()[0].Client()+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("etcd %s: %v", path, err)
 	}
@@ -55,20 +58,20 @@ func etcdPost(t *testing.T, cluster *etcdCluster, path string, in any) []byte {
 	return out
 }
 
-func foreignPut(t *testing.T, cluster *etcdCluster, key string, value []byte) {
+func foreignPut(t *testing.T, cluster *etcdtest.Cluster, key string, value []byte) {
 	t.Helper()
 	etcdPost(t, cluster, "/v3/kv/put", map[string][]byte{"key": []byte(key), "value": value})
 }
 
-func foreignDelete(t *testing.T, cluster *etcdCluster, key string) {
+func foreignDelete(t *testing.T, cluster *etcdtest.Cluster, key string) {
 	t.Helper()
 	etcdPost(t, cluster, "/v3/kv/deleterange", map[string][]byte{"key": []byte(key)})
 }
 
 // foreignGet returns the value of key, or nil.
-func foreignGet(t *testing.T, cluster *etcdCluster, key string) []byte {
+func foreignGet(t *testing.T, cluster *etcdtest.Cluster, key string) []byte {
 	t.Helper()
-	var out rangeResponse
+	var out etcd.RangeResponse
 	if err := json.Unmarshal(etcdPost(t, cluster, "/v3/kv/range", map[string][]byte{"key": []byte(key)}), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +87,11 @@ func categoryKey(prefix string, id int64) string {
 
 // etcdMetric returns the sum and the greatest value of an unlabelled
 // metric over the cluster's members.
-func etcdMetric(t *testing.T, cluster *etcdCluster, name string) (sum, most float64) {
+func etcdMetric(t *testing.T, cluster *etcdtest.Cluster, name string) (sum, most float64) {
 	t.Helper()
-	for _, m := range cluster.members {
-		resp, err := etcdTestClient.Get("http://" + m.client + "/metrics")
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	for _, m := range cluster.Members() {
+		resp, err := client.Get("http://" + m.Client() + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,8 +156,8 @@ func listIDs(t *testing.T, client *http.Client, base string) string {
 // A counter set back below the last id makes creates fail (500, logged once
 // with the values), never overwrite a category; put right, creates work
 // again without a restart.
-func testCounterSetBack(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("back")))
+func testCounterSetBack(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("back")))
 	for i, name := range []string{"a", "b", "c"} {
 		mustCreateVia(t, client, svc.url(""), name, int64(i+1))
 	}
@@ -177,8 +181,8 @@ func testCounterSetBack(t *testing.T, cluster *etcdCluster, client *http.Client)
 // A key at the id a create would take, which the cache does not know (it
 // is not a valid category, and a GET does not serve it), is not
 // overwritten either: the txn compares it.
-func testRecordAtNextID(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("next")))
+func testRecordAtNextID(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("next")))
 	mustCreateVia(t, client, svc.url(""), "a", 1)
 	junk := []byte("not a category")
 	foreignPut(t, cluster, categoryKey("next", 2), junk)
@@ -196,8 +200,8 @@ func testRecordAtNextID(t *testing.T, cluster *etcdCluster, client *http.Client)
 
 // A counter at the largest id answers 500 without wrapping; set back to
 // where it was, creates go on at once.
-func testCounterExhaustedAndBack(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("max")))
+func testCounterExhaustedAndBack(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("max")))
 	mustCreateVia(t, client, svc.url(""), "a", 1)
 	foreignPut(t, cluster, "/max/counter", []byte(strconv.FormatInt(math.MaxInt64, 10)))
 	wantCreateStatus(t, client, svc.url(""), "b", http.StatusInternalServerError)
@@ -213,8 +217,8 @@ func testCounterExhaustedAndBack(t *testing.T, cluster *etcdCluster, client *htt
 // Records that are not valid categories are skipped (counted, logged) on
 // every path: the watch, a read-through, a start; valid ones, by the replay
 // rules, are served, and later creates are not hidden.
-func testInvalidRecords(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("bad")))
+func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("bad")))
 	mustCreateVia(t, client, svc.url(""), "a", 1)
 	foreign := []string{
 		`{"id":999,"name":"not its key"}`,
@@ -243,7 +247,7 @@ func testInvalidRecords(t *testing.T, cluster *etcdCluster, client *http.Client)
 		t.Errorf("petstore_store_records_refused_total: %v, want 4", n)
 	}
 	// The same at a start: the first read of the categories.
-	other := startRun(t, baseEnv(cluster.data("bad")))
+	other := startRun(t, baseEnv(cluster.Data("bad")))
 	if got := listIDs(t, client, other.url("")); got != "1,6,7" {
 		t.Errorf("list ids on an instance started after: %s, want 1,6,7", got)
 	}
@@ -257,8 +261,8 @@ func testInvalidRecords(t *testing.T, cluster *etcdCluster, client *http.Client)
 // Seven values of 1.4 MB (more than a gateway answer may hold, at a page of
 // 100) do not stop a start: pages shrink to fit, and the values, far too
 // large for a category, are skipped.
-func testLargeValues(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("huge")))
+func testLargeValues(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("huge")))
 	mustCreateVia(t, client, svc.url(""), "a", 1)
 	big := bytes.Repeat([]byte("x"), 1400_000)
 	for id := int64(2); id <= 8; id++ {
@@ -267,7 +271,7 @@ func testLargeValues(t *testing.T, cluster *etcdCluster, client *http.Client) {
 	foreignPut(t, cluster, "/huge/counter", []byte("8"))
 	mustCreateVia(t, client, svc.url(""), "b", 9)
 
-	other := startRun(t, baseEnv(cluster.data("huge")))
+	other := startRun(t, baseEnv(cluster.Data("huge")))
 	if got := listIDs(t, client, other.url("")); got != "1,9" {
 		t.Errorf("list ids on an instance started after: %s, want 1,9", got)
 	}
@@ -279,9 +283,9 @@ func testLargeValues(t *testing.T, cluster *etcdCluster, client *http.Client) {
 // Creates of a name the cache knows is taken cost etcd no write, keyed or
 // not; a keyed retry of the create that took it is still answered with it,
 // on another instance too.
-func testTakenNamesNoWrite(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	a := startRun(t, baseEnv(cluster.data("taken")))
-	b := startRun(t, baseEnv(cluster.data("taken")))
+func testTakenNamesNoWrite(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	a := startRun(t, baseEnv(cluster.Data("taken")))
+	b := startRun(t, baseEnv(cluster.Data("taken")))
 	keyed := func(base, key, name string) (*http.Response, []byte) {
 		return send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": `"` + key + `"`})
 	}
@@ -310,8 +314,8 @@ func testTakenNamesNoWrite(t *testing.T, cluster *etcdCluster, client *http.Clie
 }
 
 // A GET of an id far beyond the counter costs etcd no read at all.
-func testFarIDsNoRead(t *testing.T, cluster *etcdCluster, client *http.Client) {
-	svc := startRun(t, baseEnv(cluster.data("far")))
+func testFarIDsNoRead(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("far")))
 	mustCreateVia(t, client, svc.url(""), "a", 1)
 	before, _ := etcdMetric(t, cluster, "etcd_mvcc_range_total")
 	start := time.Now()
@@ -336,13 +340,13 @@ func testFarIDsNoRead(t *testing.T, cluster *etcdCluster, client *http.Client) {
 // etcd. The fake gateway holds that read until all the GETs would have sent
 // theirs, or for a while.
 func TestEtcdReadThroughCoalesced(t *testing.T) {
-	f, _ := newFakeEtcd(t, "3.4")
+	f, _ := etcdtest.NewFake(t, "3.4")
 	key := "/p/categories/0000000000000000005"
 	var reads atomic.Int32
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var in rangeRequest
+		var in etcd.RangeRequest
 		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil && string(in.Key) == key {
 			reads.Add(1)
 			<-release
@@ -352,9 +356,7 @@ func TestEtcdReadThroughCoalesced(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
-	f.mu.Lock()
-	f.kvs[key] = &fakeKV{value: []byte(`{"id":5,"name":"elsewhere"}`), create: 99, mod: 99, ver: 1}
-	f.mu.Unlock()
+	f.Put(key, []byte(`{"id":5,"name":"elsewhere"}`))
 
 	const n = 20
 	var wg sync.WaitGroup

@@ -121,7 +121,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 			}
 			log := newJSONLogger(stderr)
 			if args[1] == "-export" && len(args) == 2 {
-				return exportCategories(cfg, log, stdout)
+				return exportCategories(cfg, log, stdout, stderr)
 			}
 			if args[1] == "-import" && len(args) == 3 {
 				return importJournal(cfg, log, args[2], stderr)

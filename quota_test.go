@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/etcd/etcdtest"
 )
 
 // withMaxCategories sets the catalogue cap of a store's options.
@@ -153,9 +155,9 @@ func TestCatalogueCapAcrossRestarts(t *testing.T) {
 // exactly the cap's number of categories, ids 1..cap, and answer 403
 // quota_exceeded to every other create.
 func TestEtcdCatalogueCapTwoInstances(t *testing.T) {
-	cluster := startEtcdCluster(t)
+	cluster := etcdtest.StartCluster(t)
 	const limit, workers = 12, 32
-	env := baseEnv(cluster.data("capped"))
+	env := baseEnv(cluster.Data("capped"))
 	env["PETSTORE_MAX_CATEGORIES"] = fmt.Sprint(limit)
 	a := startRun(t, env)
 	b := startRun(t, env)

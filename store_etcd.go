@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,16 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/etcd"
 )
 
 // etcdStore keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
@@ -46,7 +45,7 @@ import (
 // append-only and its bytes, hence its ETag, are the same on every
 // instance. Categories are never changed or deleted by petstore.
 type etcdStore struct {
-	c        *etcdClient
+	c        *etcd.Client
 	log      *slog.Logger
 	keys     etcdKeys
 	w        *groupWriter
@@ -128,13 +127,39 @@ const (
 	// etcdPageBytes about the most bytes: a page after one of large values
 	// asks for fewer (see nextPageLimit). A valid category is at most about
 	// 22 KB as the gateway sends it (maxRecordBytes, then base64), so a
-	// full page of them fits maxGatewayAnswer; values that do not are not
+	// full page of them fits etcd.MaxAnswer; values that do not are not
 	// categories, and a page that holds them is asked for again, smaller.
 	etcdPageSize  = 100
 	etcdPageBytes = 1 << 20
-	// maxGatewayAnswer bounds what petstore reads of one gateway answer.
-	maxGatewayAnswer = 8 << 20
 )
+
+// The pauses of the etcd store's retry loops: each etcd.Backoff doubles
+// from its first pause up to its most.
+const (
+	// waitForEtcd, between tries to reach a quorum at start.
+	startRetryPause = 200 * time.Millisecond
+	// commit and importBatch, between sends of a txn whose outcome is
+	// unknown.
+	txnRetryFirst, txnRetryMax = 20 * time.Millisecond, 500 * time.Millisecond
+	// watchLoop, between watches that broke without progress.
+	watchRetryFirst, watchRetryMax = 50 * time.Millisecond, time.Second
+)
+
+// etcdConfig is what PETSTORE_DATA=etcd://… and the PETSTORE_ETCD_*
+// variables configure.
+type etcdConfig struct {
+	endpoints    []string // base URLs
+	prefix       string   // without slashes: "petstore"
+	caFile       string
+	user         string
+	password     string // read from PETSTORE_ETCD_PASSWORD_FILE; never logged
+	startTimeout time.Duration
+}
+
+// client is the configuration of the etcd client.
+func (cfg etcdConfig) client() etcd.Config {
+	return etcd.Config{Endpoints: cfg.endpoints, CAFile: cfg.caFile, User: cfg.user, Password: cfg.password}
+}
 
 // etcdKeys are the keys of one prefix.
 type etcdKeys struct {
@@ -152,7 +177,7 @@ func newEtcdKeys(prefix string) etcdKeys {
 		// SCOPE is the API key's SHA-256 in hex.
 		idempotency: []byte(root + "idempotency/"),
 	}
-	k.categoriesEnd = prefixEnd(k.categories)
+	k.categoriesEnd = etcd.PrefixEnd(k.categories)
 	return k
 }
 
@@ -209,7 +234,7 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	if opts.maxCategories <= 0 {
 		opts.maxCategories = defaultMaxCategories
 	}
-	c, err := newEtcdClient(cfg)
+	c, err := etcd.New(cfg.client())
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +264,13 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		s.counterBad, err = true, nil
 	}
 	if err != nil {
-		c.close()
+		c.Close()
 		return nil, err
 	}
 	s.counter, s.counterRev = counter.value, counter.rev
 	s.noteCounter(counter.value)
 	if err := s.catchUp(ctx); err != nil {
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("reading the categories under %s: %w", s.keys.root, err)
 	}
 
@@ -268,7 +293,7 @@ type counterState struct {
 // errBadCounter: the counter key holds something petstore never writes.
 var errBadCounter = errors.New("etcd: the counter is not an id")
 
-func parseCounter(kvs []etcdKV) (counterState, error) {
+func parseCounter(kvs []etcd.KV) (counterState, error) {
 	if len(kvs) == 0 {
 		return counterState{}, nil
 	}
@@ -282,29 +307,25 @@ func parseCounter(kvs []etcdKV) (counterState, error) {
 // waitForEtcd authenticates and reads the counter, linearizably (so a
 // quorum answered), retrying until ctx's deadline. An answer that no retry
 // can change (a refused password, no permission) ends the wait at once.
-func waitForEtcd(ctx context.Context, c *etcdClient, keys etcdKeys, cfg etcdConfig) (counterState, error) {
-	var last error
-	for attempt := 0; attempt < 10000; attempt++ {
-		err := c.authenticate(ctx)
+func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg etcdConfig) (counterState, error) {
+	pause := etcd.Backoff{First: startRetryPause, Max: startRetryPause}
+	for {
+		err := c.Authenticate(ctx)
 		if err == nil {
-			var r *rangeResponse
-			if r, err = c.rangeKeys(ctx, rangeRequest{Key: keys.counter}); err == nil {
+			var r *etcd.RangeResponse
+			if r, err = c.Range(ctx, etcd.RangeRequest{Key: keys.counter}); err == nil {
 				return parseCounter(r.Kvs)
 			}
 		}
-		last = err
-		var ge *gatewayError
-		if errors.As(err, &ge) && !ge.transient() {
+		var ge *etcd.GatewayError
+		if errors.As(err, &ge) && !ge.Transient() {
 			return counterState{}, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.endpoints, ","), err)
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return counterState{}, fmt.Errorf("etcd at %s did not answer with a quorum within %v (PETSTORE_ETCD_START_TIMEOUT); last error: %v",
-				strings.Join(cfg.endpoints, ","), cfg.startTimeout, last)
-		case <-time.After(200 * time.Millisecond):
+				strings.Join(cfg.endpoints, ","), cfg.startTimeout, err)
 		}
 	}
-	return counterState{}, last
 }
 
 func (s *etcdStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
@@ -331,7 +352,7 @@ func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 	if !joined {
 		// Not bound to this request: the others waiting on it must not
 		// fail because its client went away.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.c.timeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.c.Timeout())
 		f.body, f.err = s.readRecord(rctx, id)
 		cancel()
 		s.flightMu.Lock()
@@ -358,9 +379,9 @@ type readFlight struct {
 // is not valid is not there.
 func (s *etcdStore) readRecord(ctx context.Context, id int64) ([]byte, error) {
 	key := s.keys.category(id)
-	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: key})
+	r, err := s.c.Range(ctx, etcd.RangeRequest{Key: key})
 	switch {
-	case errors.Is(err, errAnswerTooLarge):
+	case errors.Is(err, etcd.ErrAnswerTooLarge):
 		s.refuse(key, err)
 		return nil, errNotFound
 	case err != nil:
@@ -420,7 +441,7 @@ const maxRecordBytes = 16 << 10
 // record returns the category kv holds if petstore may serve it: a record
 // journal replay accepts, within the lengths every version's requests kept
 // to, whose id is its key's. Anything else was put there by another writer.
-func (s *etcdStore) record(kv etcdKV) (Category, error) {
+func (s *etcdStore) record(kv etcd.KV) (Category, error) {
 	id, ok := s.keys.idOf(kv.Key)
 	if !ok {
 		return Category{}, errors.New("the key is not categories/ and an id of 19 digits")
@@ -518,9 +539,9 @@ func (s *etcdStore) nameCached(key string) bool {
 // create anything, but it may be the retry of the create that took the
 // name, made on another instance: the key tells, and is read, not written.
 func (s *etcdStore) keyedTaken(ctx context.Context, nc NewCategory) (created, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*s.c.timeout)
+	rctx, cancel := context.WithTimeout(ctx, 2*s.c.Timeout())
 	defer cancel()
-	r, err := s.c.rangeKeys(rctx, rangeRequest{Key: s.keys.idempotencyKey(nc.idem)})
+	r, err := s.c.Range(rctx, etcd.RangeRequest{Key: s.keys.idempotencyKey(nc.idem)})
 	if err != nil {
 		s.log.Warn("etcd: reading an Idempotency-Key failed", "err", err)
 		return created{}, errUnavailable
@@ -575,7 +596,7 @@ func (s *etcdStore) awaitCached(c Category) []byte {
 			continue
 		case <-timer.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*s.c.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.c.Timeout())
 		err := s.catchUp(ctx)
 		cancel()
 		if body, ok := s.idx.snapshot().get(c.ID); ok {
@@ -619,27 +640,13 @@ func (s *etcdStore) commit(batch []*createRequest) {
 	defer cancel()
 
 	var unknown error // the last unknown outcome, while one may still apply
-	backoff := 20 * time.Millisecond
+	pause := etcd.Backoff{First: txnRetryFirst, Max: txnRetryMax}
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if err := s.checkCounter(ctx, len(pending)); err != nil {
-			failPending(pending, err)
+		if pending = s.prepare(ctx, pending); len(pending) == 0 {
 			return
 		}
-		if pending = s.cutToQuota(pending); len(pending) == 0 {
-			return
-		}
-		if err := s.ensureLease(ctx, pending); err != nil {
-			if errors.Is(err, errEtcdUnreachable) || errors.Is(err, errUnknownOutcome) {
-				s.markDown(err)
-				failPending(pending, errUnavailable)
-			} else {
-				failPending(pending, err)
-			}
-			return
-		}
-		txn := s.buildTxn(pending)
 		start := time.Now()
-		resp, err := s.c.txn(ctx, txn)
+		resp, err := s.c.Txn(ctx, s.buildTxn(pending))
 		switch {
 		case err == nil && resp.Succeeded:
 			s.committed(pending, resp, time.Since(start))
@@ -651,16 +658,16 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			}
 			unknown = nil
 			continue
-		case errors.Is(err, errUnknownOutcome):
+		case errors.Is(err, etcd.ErrUnknownOutcome):
 			unknown = err
-		case errors.Is(err, errEtcdUnreachable) && unknown != nil:
+		case errors.Is(err, etcd.ErrUnreachable) && unknown != nil:
 			// An earlier attempt may still be applied: keep trying until
 			// the deadline tells us to give up.
-		case errors.Is(err, errEtcdUnreachable):
+		case errors.Is(err, etcd.ErrUnreachable):
 			s.markDown(err)
 			failPending(pending, errUnavailable)
 			return
-		case isLeaseNotFound(err) && attempt < 3:
+		case etcd.IsLeaseNotFound(err) && attempt < 3:
 			// The lease of the keys is gone (revoked, or lost with a
 			// restore): nothing was applied; grant a new one and go again.
 			s.lease = etcdLease{}
@@ -672,17 +679,41 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			return
 		}
 		if ctx.Err() != nil || attempt > 1000 {
-			s.markDown(unknown)
-			s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
-			failPending(pending, errOutcomeUnknown)
+			s.giveUp(pending, unknown)
 			return
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
+		pause.Wait(ctx) // a done ctx ends the loop above
 	}
+}
+
+// prepare readies pending for a txn: it refuses the creates that the
+// counter or the cap do not allow, and grants a lease for Idempotency-Keys.
+// It returns the creates to send: none when every one has failed.
+func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pendingCreate {
+	if err := s.checkCounter(ctx, len(pending)); err != nil {
+		failPending(pending, err)
+		return nil
+	}
+	if pending = s.cutToQuota(pending); len(pending) == 0 {
+		return nil
+	}
+	if err := s.ensureLease(ctx, pending); err != nil {
+		if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
+			s.markDown(err)
+			err = errUnavailable
+		}
+		failPending(pending, err)
+		return nil
+	}
+	return pending
+}
+
+// giveUp fails pending after the create's deadline passed with its
+// outcome unknown.
+func (s *etcdStore) giveUp(pending []*pendingCreate, unknown error) {
+	s.markDown(unknown)
+	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
+	failPending(pending, errOutcomeUnknown)
 }
 
 // cutToQuota refuses, with errQuotaExceeded, the creates of pending that
@@ -735,7 +766,7 @@ func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
 		return nil
 	}
 	next, err := s.readCounter(ctx)
-	if errors.Is(err, errEtcdUnreachable) {
+	if errors.Is(err, etcd.ErrUnreachable) {
 		s.markDown(err)
 		return errUnavailable
 	}
@@ -758,7 +789,7 @@ func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
 // readCounter reads the counter, then whether a category key lies above
 // it at the same revision, and returns that key's id (0: none).
 func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
-	r, err := s.c.rangeKeys(ctx, rangeRequest{Key: s.keys.counter})
+	r, err := s.c.Range(ctx, etcd.RangeRequest{Key: s.keys.counter})
 	if err != nil {
 		return 0, err
 	}
@@ -773,7 +804,7 @@ func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
 	}
 	above := s.aboveCounter()
 	above.Revision = int64(r.Header.Revision) // the counter's moment, not a later create's
-	if r, err = s.c.rangeKeys(ctx, *above); err != nil {
+	if r, err = s.c.Range(ctx, *above); err != nil {
 		return 0, err
 	}
 	id := s.firstID(r.Kvs)
@@ -784,17 +815,17 @@ func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
 // aboveCounter is the range of the keys of the next etcdMaxBatch ids
 // after the counter (s.counter < math.MaxInt64), which a batch may take
 // and which must not exist.
-func (s *etcdStore) aboveCounter() *rangeRequest {
+func (s *etcdStore) aboveCounter() *etcd.RangeRequest {
 	end := s.keys.categoriesEnd
 	if s.counter < math.MaxInt64-etcdMaxBatch {
 		end = s.keys.category(s.counter + etcdMaxBatch + 1)
 	}
-	return &rangeRequest{Key: s.keys.category(s.counter + 1), RangeEnd: end, KeysOnly: true}
+	return &etcd.RangeRequest{Key: s.keys.category(s.counter + 1), RangeEnd: end, KeysOnly: true}
 }
 
 // firstID returns the id of the first key of kvs that is a category's
 // (keys another writer made up in between are not), or 0.
-func (s *etcdStore) firstID(kvs []etcdKV) int64 {
+func (s *etcdStore) firstID(kvs []etcd.KV) int64 {
 	for _, kv := range kvs {
 		if id, ok := s.keys.idOf(kv.Key); ok {
 			return id
@@ -804,7 +835,7 @@ func (s *etcdStore) firstID(kvs []etcdKV) int64 {
 }
 
 // committed records the txn of pending that etcd applied.
-func (s *etcdStore) committed(pending []*pendingCreate, resp *txnResponse, took time.Duration) {
+func (s *etcdStore) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took time.Duration) {
 	if s.onCommit != nil {
 		s.onCommit(len(pending), took)
 	}
@@ -847,15 +878,15 @@ func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate
 
 // buildTxn gives the pending creates the ids after s.counter and builds
 // their txn. Built again from the same state, it is the same txn.
-func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
+func (s *etcdStore) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 	n := len(pending)
-	t := &txnRequest{
-		Compare: make([]etcdCompare, 0, 1+3*n),
-		Success: make([]etcdOp, 0, 1+3*n),
-		Failure: make([]etcdOp, 0, 2*n+2),
+	t := &etcd.TxnRequest{
+		Compare: make([]etcd.Compare, 0, 1+3*n),
+		Success: make([]etcd.Op, 0, 1+3*n),
+		Failure: make([]etcd.Op, 0, 2*n+2),
 	}
 	rev := s.counterRev
-	t.Compare = append(t.Compare, etcdCompare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
+	t.Compare = append(t.Compare, etcd.Compare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
 	zero := int64(0)
 	for i, p := range pending {
 		p.id = s.counter + int64(i) + 1
@@ -863,24 +894,24 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 		nameKey := s.keys.name(p.req.key)
 		claim, _ := json.Marshal(nameClaim{ID: p.id, Token: p.token})
 		t.Compare = append(t.Compare,
-			etcdCompare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero},
+			etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero},
 			// Never over a record: the counter may have been set back.
-			etcdCompare{Target: "CREATE", Result: "EQUAL", Key: s.keys.category(p.id), CreateRevision: &zero})
+			etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: s.keys.category(p.id), CreateRevision: &zero})
 		t.Success = append(t.Success,
-			etcdOp{RequestPut: &putRequest{Key: nameKey, Value: claim}},
-			etcdOp{RequestPut: &putRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
-		t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: nameKey}})
+			etcd.Op{RequestPut: &etcd.PutRequest{Key: nameKey, Value: claim}},
+			etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
+		t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: nameKey}})
 		if k := p.req.nc.idem; k != nil {
 			key := s.keys.idempotencyKey(k)
 			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: requestHex(p.req.nc)})
-			t.Compare = append(t.Compare, etcdCompare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
-			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: key, Value: claim, Lease: s.lease.id}})
-			t.Failure = append(t.Failure, etcdOp{RequestRange: &rangeRequest{Key: key}})
+			t.Compare = append(t.Compare, etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
+			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: key, Value: claim, Lease: s.lease.id}})
+			t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: key}})
 		}
 	}
 	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
-	t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: s.keys.counter, Value: last}})
-	t.Failure = append(t.Failure, etcdOp{RequestRange: s.aboveCounter()}, etcdOp{RequestRange: &rangeRequest{Key: s.keys.counter}})
+	t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.counter, Value: last}})
+	t.Failure = append(t.Failure, etcd.Op{RequestRange: s.aboveCounter()}, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.counter}})
 	return t
 }
 
@@ -893,23 +924,10 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *txnRequest {
 // fresh counter; settle returns those. When the counter did not move and a
 // record holds an id it would give, the counter is behind: settle records
 // it for checkCounter.
-func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pendingCreate, error) {
-	ranges := make([]*rangeResponse, len(resp.Responses))
-	for i, r := range resp.Responses {
-		if r.ResponseRange == nil {
-			return pending, errors.New("etcd: a failed txn answered something other than a range")
-		}
-		ranges[i] = r.ResponseRange
-	}
-	want := 2 // the range above the counter, the counter
-	for _, p := range pending {
-		want++
-		if p.req.nc.idem != nil {
-			want++
-		}
-	}
-	if len(ranges) != want {
-		return pending, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
+	ranges, err := failureRanges(pending, resp)
+	if err != nil {
+		return pending, err
 	}
 	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
 	if err != nil {
@@ -921,43 +939,19 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	var committed int
 	next := 0
 	for _, p := range pending {
-		name := ranges[next]
+		name, key := ranges[next], (*etcd.RangeResponse)(nil)
 		next++
 		if p.req.nc.idem != nil {
-			key := ranges[next]
+			key = ranges[next]
 			next++
-			if len(key.Kvs) > 0 {
-				var claim keyClaim
-				if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-					p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
-					continue
-				}
-				switch {
-				case claim.Token == p.token: // committed by an earlier attempt
-					p.req.cat.ID = claim.ID
-					p.req.at = s.now()
-					committed++
-				case claim.Request == requestHex(p.req.nc):
-					p.req.replayOf = claim.ID
-				default:
-					p.req.err = errIdempotencyKeyReused
-				}
-				continue
-			}
 		}
-		if len(name.Kvs) == 0 {
+		again, done := s.settleOne(p, name, key)
+		if again {
 			retry = append(retry, p)
-			continue
 		}
-		var claim nameClaim
-		if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
-			// Committed by an earlier attempt whose answer was lost.
-			p.req.cat.ID = claim.ID
-			p.req.at = s.now()
+		if done {
 			committed++
-			continue
 		}
-		p.req.err = errConflict(p.req.nc.Name)
 	}
 	if committed > 0 {
 		s.down.Store(nil)
@@ -967,11 +961,65 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *txnResponse) ([]*pend
 	return retry, nil // when blocked, the next checkCounter refuses them
 }
 
-// isLeaseNotFound reports whether err is etcd refusing a put because its
-// lease does not exist (gRPC code 5, "requested lease not found").
-func isLeaseNotFound(err error) bool {
-	var ge *gatewayError
-	return errors.As(err, &ge) && (ge.code == 5 || strings.Contains(ge.message, "lease not found"))
+// failureRanges returns the answers of a failed txn's ranges (see
+// buildTxn): per create its name key and, with an Idempotency-Key, its key;
+// then the range above the counter and the counter.
+func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.RangeResponse, error) {
+	ranges := make([]*etcd.RangeResponse, len(resp.Responses))
+	for i, r := range resp.Responses {
+		if r.ResponseRange == nil {
+			return nil, errors.New("etcd: a failed txn answered something other than a range")
+		}
+		ranges[i] = r.ResponseRange
+	}
+	want := 2 // the range above the counter, the counter
+	for _, p := range pending {
+		want++
+		if p.req.nc.idem != nil {
+			want++
+		}
+	}
+	if len(ranges) != want {
+		return nil, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+	}
+	return ranges, nil
+}
+
+// settleOne reads the fate of p in a failed txn's answers: its name key,
+// and its Idempotency-Key's key (nil when it has none). It says whether p
+// is to be sent again, and whether an earlier attempt committed it; else
+// it sets p's error or the create it replays.
+func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
+	if key != nil && len(key.Kvs) > 0 {
+		var claim keyClaim
+		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
+			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
+			return false, false
+		}
+		switch {
+		case claim.Token == p.token: // committed by an earlier attempt
+			p.req.cat.ID = claim.ID
+			p.req.at = s.now()
+			return false, true
+		case claim.Request == requestHex(p.req.nc):
+			p.req.replayOf = claim.ID
+		default:
+			p.req.err = errIdempotencyKeyReused
+		}
+		return false, false
+	}
+	if len(name.Kvs) == 0 {
+		return true, false
+	}
+	var claim nameClaim
+	if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
+		// Committed by an earlier attempt whose answer was lost.
+		p.req.cat.ID = claim.ID
+		p.req.at = s.now()
+		return false, true
+	}
+	p.req.err = errConflict(p.req.nc.Name)
+	return false, false
 }
 
 // etcdLease is the lease the Idempotency-Keys of recent creates are put
@@ -996,7 +1044,7 @@ func (s *etcdStore) ensureLease(ctx context.Context, pending []*pendingCreate) e
 		return nil
 	}
 	ttl := int64((s.idemTTL + etcdLeaseReuse + time.Second - 1) / time.Second)
-	id, err := s.c.leaseGrant(ctx, ttl)
+	id, err := s.c.LeaseGrant(ctx, ttl)
 	if err != nil {
 		return err
 	}
@@ -1014,7 +1062,7 @@ func failPending(pending []*pendingCreate, err error) {
 // create succeeds again.
 func (s *etcdStore) markDown(err error) {
 	if err == nil {
-		err = errEtcdUnreachable
+		err = etcd.ErrUnreachable
 	}
 	s.down.Store(&err)
 }
@@ -1041,8 +1089,8 @@ func (s *etcdStore) probeLoop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.c.timeout)
-		r, err := s.c.rangeKeys(pctx, rangeRequest{Key: s.keys.counter})
+		pctx, cancel := context.WithTimeout(ctx, s.c.Timeout())
+		r, err := s.c.Range(pctx, etcd.RangeRequest{Key: s.keys.counter})
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -1075,7 +1123,7 @@ func (s *etcdStore) appliedRevision() int64 {
 // apply adds the categories of kvs that follow the cache's last id, in
 // order, publishes them, and records that the cache is complete up to rev.
 // Records are never changed, so one already cached is skipped.
-func (s *etcdStore) apply(kvs []etcdKV, rev int64) {
+func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
@@ -1113,16 +1161,16 @@ func (s *etcdStore) catchUp(ctx context.Context) error {
 	var rev int64
 	limit := int64(etcdPageSize)
 	for page := 0; page < math.MaxInt32; page++ {
-		r, err := s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: limit, Revision: rev})
-		if errors.Is(err, errAnswerTooLarge) && limit > 1 {
+		r, err := s.c.Range(ctx, etcd.RangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: limit, Revision: rev})
+		if errors.Is(err, etcd.ErrAnswerTooLarge) && limit > 1 {
 			limit = max(limit/8, 1)
 			continue
 		}
-		if errors.Is(err, errAnswerTooLarge) {
+		if errors.Is(err, etcd.ErrAnswerTooLarge) {
 			// One value alone is larger than an answer may be: far
 			// larger than a category. Step over its key.
-			if r, err = s.c.rangeKeys(ctx, rangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: 1, Revision: rev, KeysOnly: true}); err == nil && len(r.Kvs) > 0 {
-				s.refuse(r.Kvs[0].Key, errAnswerTooLarge)
+			if r, err = s.c.Range(ctx, etcd.RangeRequest{Key: from, RangeEnd: s.keys.categoriesEnd, Limit: 1, Revision: rev, KeysOnly: true}); err == nil && len(r.Kvs) > 0 {
+				s.refuse(r.Kvs[0].Key, etcd.ErrAnswerTooLarge)
 				r.Kvs[0].Value = nil
 			}
 		}
@@ -1145,7 +1193,7 @@ func (s *etcdStore) catchUp(ctx context.Context) error {
 
 // nextPageLimit returns how many keys to ask for after a page of kvs:
 // as many as take about etcdPageBytes at the page's mean size.
-func nextPageLimit(kvs []etcdKV) int64 {
+func nextPageLimit(kvs []etcd.KV) int64 {
 	size := 0
 	for _, kv := range kvs {
 		size += len(kv.Key) + len(kv.Value)
@@ -1167,42 +1215,40 @@ func (snap *snapshot) lastIDOrZero() int64 {
 // revision seen, and after a compaction from a fresh range.
 func (s *etcdStore) watchLoop(ctx context.Context) {
 	defer s.bg.Done()
-	backoff := 50 * time.Millisecond
+	pause := etcd.Backoff{First: watchRetryFirst, Max: watchRetryMax}
 	warned := false
 	for ctx.Err() == nil {
 		from := s.appliedRevision() + 1
-		err := s.c.watch(ctx, s.keys.categories, s.keys.categoriesEnd, from, s.onEvents, func(rev int64) { s.apply(nil, rev) })
+		err := s.c.Watch(ctx, s.keys.categories, s.keys.categoriesEnd, from, s.onEvents, func(rev int64) { s.apply(nil, rev) })
 		if ctx.Err() != nil {
 			return
 		}
-		var compacted *errCompacted
+		var compacted *etcd.CompactedError
 		if errors.As(err, &compacted) {
-			s.log.Warn("etcd: the watch's revision was compacted; reading the categories again", "from", from, "compacted", compacted.revision)
+			s.log.Warn("etcd: the watch's revision was compacted; reading the categories again", "from", from, "compacted", compacted.Revision)
 			if err := s.catchUp(ctx); err != nil {
 				s.log.Warn("etcd: reading the categories after a compaction failed; retrying", "err", err)
 			}
 			continue
 		}
 		if s.appliedRevision() >= from {
-			backoff, warned = 50*time.Millisecond, false // it made progress: the cluster is fine
+			pause.Reset() // it made progress: the cluster is fine
+			warned = false
 		}
 		if !warned {
 			// Once per outage, not once per attempt.
 			s.log.Warn("etcd: the watch broke; resuming on the next endpoint", "from", s.appliedRevision()+1, "err", err)
 			warned = true
 		}
-		select {
-		case <-ctx.Done():
+		if pause.Wait(ctx) != nil {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
 // onEvents applies one batch of watch events.
-func (s *etcdStore) onEvents(events []watchEvent) error {
-	kvs := make([]etcdKV, 0, len(events))
+func (s *etcdStore) onEvents(events []etcd.Event) error {
+	kvs := make([]etcd.KV, 0, len(events))
 	var rev int64
 	for _, e := range events {
 		rev = max(rev, int64(e.KV.ModRevision))
@@ -1223,138 +1269,7 @@ func (s *etcdStore) Close() error {
 		s.w.close()
 		s.stop()
 		s.bg.Wait()
-		s.c.close()
+		s.c.Close()
 	})
 	return nil
-}
-
-// exportCategories writes the categories of the store PETSTORE_DATA names
-// to w in the journal format (petstore -export): a file a journal-backed
-// petstore can start from.
-func exportCategories(cfg config, log *slog.Logger, w io.Writer) error {
-	if !isEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
-		// Opening a journal creates a missing one: export must not.
-		if _, err := os.Stat(cfg.dataPath); err != nil {
-			return fmt.Errorf("PETSTORE_DATA: %w", err)
-		}
-	}
-	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd, readOnly: true})
-	if err != nil {
-		return fmt.Errorf("PETSTORE_DATA: %w", err)
-	}
-	defer store.Close()
-	snap, err := store.List(context.Background())
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString(exportHeader + "\n")
-	for _, it := range snap.items {
-		body, _ := snap.get(it.id)
-		bw.Write(body)
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
-
-// importJournal copies the journal at path into the empty prefix that
-// PETSTORE_DATA names, keeping ids (petstore -import). It refuses a prefix
-// that holds any key: merging two id sequences has no right answer.
-func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
-	if !isEtcdURL(cfg.dataPath) {
-		return errors.New("PETSTORE_DATA: -import copies a journal into etcd; set PETSTORE_DATA=etcd://HOST:PORT[,…][/PREFIX]")
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("-import: %w", err)
-	}
-	// Opened as a petstore would (its checks, and its lock, so that no
-	// petstore appends to it while it is copied), but only read.
-	js, err := openJournalStore(path, storeOptions{log: log, readOnly: true})
-	if err != nil {
-		return fmt.Errorf("-import %s: %w", path, err)
-	}
-	defer js.Close()
-	snap := js.idx.snapshot()
-
-	c, err := newEtcdClient(cfg.etcd)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	keys := newEtcdKeys(cfg.etcd.prefix)
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.etcd.startTimeout)
-	counter, err := waitForEtcd(ctx, c, keys, cfg.etcd)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("PETSTORE_DATA: %w", err)
-	}
-	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
-	r, err := c.rangeKeys(ctx, rangeRequest{Key: keys.root, RangeEnd: prefixEnd(keys.root), CountOnly: true})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("PETSTORE_DATA: %w", err)
-	}
-	if r.Count > 0 {
-		return fmt.Errorf("PETSTORE_DATA: the prefix %s already holds %d keys; -import copies a journal into an empty prefix only", keys.root, r.Count)
-	}
-
-	seen := map[string]struct{}{}
-	for start := 0; start < len(snap.items); start += etcdMaxBatch {
-		items := snap.items[start:min(start+etcdMaxBatch, len(snap.items))]
-		last := items[len(items)-1].id
-		rev := counter.rev
-		t := &txnRequest{Compare: []etcdCompare{{Target: "MOD", Result: "EQUAL", Key: keys.counter, ModRevision: &rev}}}
-		for _, it := range items {
-			body, _ := snap.get(it.id)
-			var cat struct {
-				Name string `json:"name"`
-			}
-			if err := json.Unmarshal(body, &cat); err != nil {
-				return err
-			}
-			if _, dup := seen[foldName(cat.Name)]; !dup {
-				// A name two records share (a Go whose folding told them
-				// apart wrote the journal) is claimed by the first.
-				seen[foldName(cat.Name)] = struct{}{}
-				claim, _ := json.Marshal(nameClaim{ID: it.id, Token: "import"})
-				t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.name(foldName(cat.Name)), Value: claim}})
-			}
-			t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.category(it.id), Value: body}})
-		}
-		t.Success = append(t.Success, etcdOp{RequestPut: &putRequest{Key: keys.counter, Value: strconv.AppendInt(nil, last, 10)}})
-		t.Failure = []etcdOp{{RequestRange: &rangeRequest{Key: keys.counter}}}
-		if counter, err = importBatch(c, t, last); err != nil {
-			return fmt.Errorf("-import: after %d of %d categories: %w", start, len(snap.items), err)
-		}
-	}
-	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", len(snap.items), path, keys.root)
-	return nil
-}
-
-// importBatch sends one txn of an import, again while its outcome is
-// unknown, and returns the counter after it.
-func importBatch(c *etcdClient, t *txnRequest, last int64) (counterState, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		resp, err := c.txn(ctx, t)
-		switch {
-		case err == nil && resp.Succeeded:
-			return counterState{value: last, rev: int64(resp.Header.Revision)}, nil
-		case err == nil:
-			cr := resp.Responses[0].ResponseRange
-			if cr == nil {
-				return counterState{}, errors.New("etcd: a failed txn did not answer the counter's range")
-			}
-			now, err := parseCounter(cr.Kvs)
-			if err == nil && now.value == last {
-				return now, nil // an attempt whose answer was lost was applied
-			}
-			return counterState{}, errors.New("another writer changed the prefix during the import")
-		case errors.Is(err, errUnknownOutcome) && ctx.Err() == nil && attempt < 100:
-			continue
-		default:
-			return counterState{}, err
-		}
-	}
 }

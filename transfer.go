@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"petstore/internal/etcd"
+)
+
+// The -export and -import commands: a store's categories out as a journal,
+// and a journal into an empty etcd prefix (docs/data.md, "Export and
+// import").
+
+// exportCategories writes the categories of the store PETSTORE_DATA names
+// to w in the journal format (petstore -export): a file a journal-backed
+// petstore can start from. It says on stderr which store it reads.
+func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
+		// Opening a journal creates a missing one: export must not.
+		if _, err := os.Stat(cfg.dataPath); err != nil {
+			return fmt.Errorf("PETSTORE_DATA: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "petstore: exporting from %s\n", exportSource(cfg))
+	store, err := openStore(cfg.dataPath, storeOptions{log: log, etcd: cfg.etcd, readOnly: true})
+	if err != nil {
+		return fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	defer store.Close()
+	snap, err := store.List(context.Background())
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(exportHeader + "\n")
+	for _, it := range snap.items {
+		body, _ := snap.get(it.id)
+		bw.Write(body)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// exportSource names the store PETSTORE_DATA configures, for a person:
+// the journal's path, :memory:, or the etcd endpoints, user and prefix
+// (never the password).
+func exportSource(cfg config) string {
+	switch {
+	case cfg.dataPath == memoryPath:
+		return memoryPath
+	case isEtcdURL(cfg.dataPath):
+		return fmt.Sprintf("%s, prefix /%s/", cfg.etcd.client(), cfg.etcd.prefix)
+	}
+	return "journal " + cfg.dataPath
+}
+
+// importJournal copies the journal at path into the empty prefix that
+// PETSTORE_DATA names, keeping ids (petstore -import). It refuses a prefix
+// that holds any key: merging two id sequences has no right answer.
+func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
+	if !isEtcdURL(cfg.dataPath) {
+		return errors.New("PETSTORE_DATA: -import copies a journal into etcd; set PETSTORE_DATA=etcd://HOST:PORT[,…][/PREFIX]")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("-import: %w", err)
+	}
+	// Opened as a petstore would (its checks, and its lock, so that no
+	// petstore appends to it while it is copied), but only read.
+	js, err := openJournalStore(path, storeOptions{log: log, readOnly: true})
+	if err != nil {
+		return fmt.Errorf("-import %s: %w", path, err)
+	}
+	defer js.Close()
+	snap := js.idx.snapshot()
+
+	c, err := etcd.New(cfg.etcd.client())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	keys := newEtcdKeys(cfg.etcd.prefix)
+	counter, err := emptyPrefix(c, keys, cfg.etcd)
+	if err != nil {
+		return err
+	}
+	seen := map[string]struct{}{}
+	for start := 0; start < len(snap.items); start += etcdMaxBatch {
+		items := snap.items[start:min(start+etcdMaxBatch, len(snap.items))]
+		last := items[len(items)-1].id
+		t, err := importTxn(keys, snap, items, counter.rev, seen)
+		if err != nil {
+			return err
+		}
+		if counter, err = importBatch(c, t, last); err != nil {
+			return fmt.Errorf("-import: after %d of %d categories: %w", start, len(snap.items), err)
+		}
+	}
+	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", len(snap.items), path, keys.root)
+	return nil
+}
+
+// emptyPrefix waits for the cluster and returns the counter, after making
+// sure that no key is under the prefix.
+func emptyPrefix(c *etcd.Client, keys etcdKeys, cfg etcdConfig) (counterState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	counter, err := waitForEtcd(ctx, c, keys, cfg)
+	cancel()
+	if err != nil {
+		return counter, fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	r, err := c.Range(ctx, etcd.RangeRequest{Key: keys.root, RangeEnd: etcd.PrefixEnd(keys.root), CountOnly: true})
+	cancel()
+	if err != nil {
+		return counter, fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	if r.Count > 0 {
+		return counter, fmt.Errorf("PETSTORE_DATA: the prefix %s already holds %d keys; -import copies a journal into an empty prefix only", keys.root, r.Count)
+	}
+	return counter, nil
+}
+
+// importTxn is the txn that puts items, their name claims and the counter,
+// if the counter is still at rev. A name two records share (a Go whose
+// folding told them apart wrote the journal) is claimed by the first:
+// seen holds the names claimed so far.
+func importTxn(keys etcdKeys, snap *snapshot, items []item, rev int64, seen map[string]struct{}) (*etcd.TxnRequest, error) {
+	t := &etcd.TxnRequest{Compare: []etcd.Compare{{Target: "MOD", Result: "EQUAL", Key: keys.counter, ModRevision: &rev}}}
+	for _, it := range items {
+		body, _ := snap.get(it.id)
+		var cat struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(body, &cat); err != nil {
+			return nil, err
+		}
+		if _, dup := seen[foldName(cat.Name)]; !dup {
+			seen[foldName(cat.Name)] = struct{}{}
+			claim, _ := json.Marshal(nameClaim{ID: it.id, Token: "import"})
+			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.name(foldName(cat.Name)), Value: claim}})
+		}
+		t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.category(it.id), Value: body}})
+	}
+	last := items[len(items)-1].id
+	t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.counter, Value: strconv.AppendInt(nil, last, 10)}})
+	t.Failure = []etcd.Op{{RequestRange: &etcd.RangeRequest{Key: keys.counter}}}
+	return t, nil
+}
+
+// importBatch sends one txn of an import, again after a pause while its
+// outcome is unknown, and returns the counter after it.
+func importBatch(c *etcd.Client, t *etcd.TxnRequest, last int64) (counterState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	defer cancel()
+	pause := etcd.Backoff{First: txnRetryFirst, Max: txnRetryMax}
+	for {
+		resp, err := c.Txn(ctx, t)
+		switch {
+		case err == nil && resp.Succeeded:
+			return counterState{value: last, rev: int64(resp.Header.Revision)}, nil
+		case err == nil:
+			cr := resp.Responses[0].ResponseRange
+			if cr == nil {
+				return counterState{}, errors.New("etcd: a failed txn did not answer the counter's range")
+			}
+			now, err := parseCounter(cr.Kvs)
+			if err == nil && now.value == last {
+				return now, nil // an attempt whose answer was lost was applied
+			}
+			return counterState{}, errors.New("another writer changed the prefix during the import")
+		case !errors.Is(err, etcd.ErrUnknownOutcome):
+			return counterState{}, err
+		}
+		if pause.Wait(ctx) != nil {
+			return counterState{}, err
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"petstore/internal/etcd/etcdtest"
+)
+
+// -export says on stderr which store it reads, so that an export of the
+// wrong store (a PETSTORE_DATA left unset) is seen; it never shows the etcd
+// password.
+func TestExportSaysWhichStore(t *testing.T) {
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "petstore.jsonl")
+	if err := os.WriteFile(journal, []byte(exportHeader+"\n"+`{"id":1,"name":"dog"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, srv := etcdtest.NewFake(t, "3.4")
+	f.EnableAuth("s3cret")
+	endpoint := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"journal", map[string]string{"PETSTORE_DATA": journal}, "petstore: exporting from journal " + journal + "\n"},
+		{"memory", map[string]string{"PETSTORE_DATA": ":memory:"}, "petstore: exporting from :memory:\n"},
+		{"etcd", map[string]string{"PETSTORE_DATA": "etcd://" + endpoint + "/p", "PETSTORE_ETCD_USER": "svc", "PETSTORE_ETCD_PASSWORD_FILE": pwFile},
+			"petstore: exporting from etcd http://" + endpoint + " as svc, prefix /p/\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, err := runCommand(t, tc.env, "-export")
+			if err != nil {
+				t.Fatalf("-export: %v; stderr %s", err, stderr)
+			}
+			if !strings.HasPrefix(stderr, tc.want) || strings.Contains(stderr, "s3cret") {
+				t.Errorf("stderr: got %q, want it to start with %q and show no password", stderr, tc.want)
+			}
+		})
+	}
+}
