@@ -6,10 +6,17 @@
 #                                  all on Ctrl-C
 #   deploy/cluster.sh stop DIR     stop the ones a cluster.sh left running
 #                                  (e.g. started with & or killed uncleanly)
+#   deploy/cluster.sh leader DIR   print the pid of the etcd member that is
+#                                  the leader now (its name goes to stderr)
+#
+# While it serves, a process that exits (an etcd member killed to watch a
+# failover, say) is reported by name, and the others keep running; the
+# script ends when every process has exited, or on Ctrl-C.
 #
 # DIR keeps everything: etcd's data, the logs, the API key (api-key, mode
-# 600), the ports chosen at first start, and `env`, a file to source for
-# PETSTORE_A, PETSTORE_B, PETSTORE_API_KEYS and ETCDCTL_ENDPOINTS. Started
+# 600), the ports chosen at first start, and `env` (mode 600), a file to
+# source for PETSTORE_A, PETSTORE_B, PETSTORE_API_KEYS, PETSTORE_DATA (the
+# cluster, so that `petstore -export` reads it) and ETCDCTL_ENDPOINTS. Started
 # again on the same DIR, the cluster comes back with its data and ports.
 # Without DIR, a temporary directory is used (and kept, for the logs).
 #
@@ -22,11 +29,12 @@ say() { printf '%s\n' "$*" >&2; }
 
 # stop_pids DIR: stop the processes listed in DIR/pids, which only this
 # script writes, and nothing else; wait (at most 10 s) until they are gone.
+# A line of DIR/pids is "PID NAME [CLIENT_URL]".
 stop_pids() {
-	local dir=$1 pid what alive
+	local dir=$1 pid what url alive
 	local -a pids=() names=()
 	[ -f "$dir/pids" ] || return 0
-	while read -r pid what; do pids+=("$pid"); names+=("$what"); done <"$dir/pids"
+	while read -r pid what url; do pids+=("$pid"); names+=("$what"); done <"$dir/pids"
 	rm -f "$dir/pids"
 	for i in "${!pids[@]}"; do
 		kill "${pids[$i]}" 2>/dev/null && say "stopped ${names[$i]} (pid ${pids[$i]})"
@@ -39,6 +47,32 @@ stop_pids() {
 	done
 	say "cluster.sh: still running 10 s after SIGTERM: ${pids[*]}"
 }
+
+# leader DIR: print the pid of the etcd member that leads now, and its name
+# on stderr. Each member's JSON gateway says its own id and the leader's.
+leader() {
+	local dir=$1 pid what url status
+	[ -f "$dir/pids" ] || { say "cluster.sh: no cluster runs in $dir"; return 1; }
+	while read -r pid what url; do
+		[ -n "$url" ] || continue
+		status=$(curl -fs --max-time 2 -X POST -d '{}' "$url/v3/maintenance/status") || continue
+		if [ "$(json_member "$status" member_id)" = "$(json_member "$status" leader)" ]; then
+			say "$what ($url) leads"
+			echo "$pid"
+			return 0
+		fi
+	done <"$dir/pids"
+	say "cluster.sh: no member of $dir answers as leader"
+	return 1
+}
+# json_member JSON NAME: the first string value of member NAME.
+json_member() { printf '%s' "$1" | sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p"; }
+
+if [ "${1:-}" = "leader" ]; then
+	[ -n "${2:-}" ] || { say "usage: deploy/cluster.sh leader DIR"; exit 2; }
+	leader "$2"
+	exit
+fi
 
 if [ "${1:-}" = "stop" ]; then
 	[ -n "${2:-}" ] || { say "usage: deploy/cluster.sh stop DIR"; exit 2; }
@@ -124,7 +158,7 @@ for i in 1 2 3; do
 		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
 		--initial-cluster "$INITIAL" --initial-cluster-token petstore-local \
 		--initial-cluster-state new >"$DIR/m$i.log" 2>&1 &
-	echo "$! etcd-m$i" >>"$DIR/pids"
+	echo "$! etcd-m$i $client" >>"$DIR/pids"
 done
 
 say "waiting for the etcd cluster"
@@ -156,6 +190,7 @@ cat >"$DIR/env" <<EOF
 export PETSTORE_A=http://127.0.0.1:$HTTP_A
 export PETSTORE_B=http://127.0.0.1:$HTTP_B
 export PETSTORE_API_KEYS=$KEY
+export PETSTORE_DATA=etcd://$ENDPOINTS/petstore
 export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=$ENDPOINTS
 EOF
 chmod 600 "$DIR/env"
@@ -170,9 +205,25 @@ In another shell:
   . $DIR/env
   curl -s -X POST -H "Authorization: Bearer \$PETSTORE_API_KEYS" -H 'Content-Type: application/json' -d '{"name":"dog"}' \$PETSTORE_A/v1/categories
   curl -s -H "Authorization: Bearer \$PETSTORE_API_KEYS" \$PETSTORE_B/v1/categories
+The etcd leader's pid: deploy/cluster.sh leader $DIR
 Ctrl-C here stops all five processes (or: deploy/cluster.sh stop $DIR).
 EOF
 
-# Serve until interrupted or until one of the processes exits.
-wait -n || true
-say "cluster.sh: a process exited; stopping the others (logs in $DIR)"
+# Serve until interrupted or until every process has exited. One that exits
+# (a member killed to watch a failover) is reported, and the others go on.
+declare -A gone=()
+while :; do
+	alive=0
+	while read -r pid what url; do
+		if kill -0 "$pid" 2>/dev/null; then
+			alive=$((alive + 1))
+		elif [ -z "${gone[$pid]:-}" ]; then
+			gone[$pid]=1
+			say "cluster.sh: $what (pid $pid) exited; the others keep running (log: $DIR/${what#etcd-}.log)"
+		fi
+	done <"$DIR/pids"
+	[ "$alive" -gt 0 ] || break
+	sleep 1 &
+	wait $! || true
+done
+say "cluster.sh: every process has exited (logs in $DIR)"
