@@ -11,9 +11,11 @@ build:
 
 # gofmt and vet checks, then every test (seed corpora of the fuzz tests
 # included) under the race detector, then each benchmark once, as a smoke
-# test, so that they cannot rot.
+# test, so that they cannot rot. The tests run through testsummary, which
+# prints go test's usual output and then a SKIPPED: block naming every
+# group of skipped tests and why (etcd or promtool not installed, …).
 test: fmt-check vet
-	$(GO) test -race -count=1 -timeout=180s ./...
+	GO=$(GO) $(GO) run ./internal/cmd/testsummary -race -count=1 -timeout=180s ./...
 	$(GO) test -run '^$$' -bench . -benchtime=1x -count=1 -timeout=180s ./...
 
 fmt-check:
