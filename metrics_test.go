@@ -281,22 +281,23 @@ func TestAccessLogKeyFingerprint(t *testing.T) {
 	}
 }
 
-// README's Prometheus scrape configuration is one Prometheus accepts:
-// promtool check config, with the key file it names beside it.
-func TestREADMEScrapeConfig(t *testing.T) {
+// The Prometheus configuration of docs/operations.md, "Prometheus scrape"
+// is one Prometheus accepts: promtool check config, with the key file it
+// names beside it, as that section lays the files out.
+func TestDocsScrapeConfig(t *testing.T) {
 	t.Parallel()
-	promtool := promtoolPath(t, "README's scrape configuration")
-	readme, err := os.ReadFile("README.md")
+	promtool := promtoolPath(t, "the scrape configuration of docs/operations.md")
+	doc, err := os.ReadFile("docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "```yaml\nscrape_configs:")
-	if !ok {
-		t.Fatalf("README has no yaml block with scrape_configs")
-	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
 	config, _, _ := strings.Cut(rest, "```")
+	if !ok || !strings.Contains(config, "scrape_configs:") || !strings.Contains(config, "scrape_interval:") {
+		t.Fatalf("docs/operations.md has no yaml block with scrape_interval and scrape_configs")
+	}
 	dir := t.TempDir()
-	if err := os.WriteFile(dir+"/prometheus.yml", []byte("scrape_configs:"+config), 0o600); err != nil {
+	if err := os.WriteFile(dir+"/prometheus.yml", []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir+"/petstore.key", []byte(testKey+"\n"), 0o600); err != nil {

@@ -12,13 +12,14 @@ import (
 )
 
 // A few malformed requests are answered by net/http before any handler runs,
-// so their answers are not JSON Error bodies. decisions.md ("Hardening")
+// so their answers are not JSON Error bodies. docs/security.md, "Hardening"
 // makes them the documented exceptions to "every answer is JSON": this test
-// holds each to what Go answers and README to listing it.
+// holds each to what Go answers and docs/api.md, "Answers before petstore"
+// to listing it.
 func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 	t.Parallel()
 	svc := startRun(t, baseEnv(memoryPath))
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 		name   string
 		raw    string
 		status int
-		readme string // what README says of it
+		readme string // what docs/api.md says of it
 	}{
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusOK, "`OPTIONS *`"},
 		{"Expect other than 100-continue", "GET /v1/categories HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n", http.StatusExpectationFailed, "`Expect`"},
@@ -55,10 +56,10 @@ func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 				t.Errorf("status: got %d, want %d", resp.StatusCode, tt.status)
 			}
 			if ct := resp.Header.Get("Content-Type"); ct == "application/json" {
-				t.Errorf("net/http's own answer is JSON now: this is no longer an exception, update README")
+				t.Errorf("net/http's own answer is JSON now: this is no longer an exception, update docs/api.md")
 			}
 			if !strings.Contains(string(readme), tt.readme) {
-				t.Errorf("README does not list this exception (looked for %q)", tt.readme)
+				t.Errorf("docs/api.md does not list this exception (looked for %q)", tt.readme)
 			}
 		})
 	}
@@ -66,16 +67,16 @@ func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 
 // The HTTP/2 connection preface is a request line net/http hands to petstore
 // (method PRI, path *) rather than answering it itself, so it gets an Error
-// body; README says so beside the list above.
+// body; docs/api.md says so beside the list above.
 func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
 	t.Parallel()
 	svc := startRun(t, baseEnv(memoryPath))
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "`PRI * HTTP/2.0`") {
-		t.Errorf("README does not say what the HTTP/2 preface gets")
+		t.Errorf("docs/api.md does not say what the HTTP/2 preface gets")
 	}
 	conn, err := net.DialTimeout("tcp", svc.addr, 5*time.Second)
 	if err != nil {
