@@ -105,8 +105,9 @@ func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
 }
 
 // A request's line and header block may take 16 KiB, not a byte more: one of
-// exactly 16 KiB is served, one a byte longer gets net/http's 431 (README,
-// "Limits"). net/http reads 4 KiB beyond MaxHeaderBytes before it refuses.
+// exactly 16 KiB is served, one a byte longer gets net/http's 431
+// (docs/api.md, "Limits"). net/http reads 4 KiB beyond MaxHeaderBytes before
+// it refuses.
 func TestHeaderBlockBound(t *testing.T) {
 	t.Parallel()
 	svc := startRun(t, baseEnv(memoryPath))
