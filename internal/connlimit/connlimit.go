@@ -39,9 +39,14 @@ type Limiter struct {
 	maxPending int       // connections in pending at most
 	epoch      time.Time // idle times are counted from it, on the monotonic clock
 
-	mu      sync.Mutex
-	conns   []*trackedConn // open: accepted and not yet closed
-	pending pendingList    // a request's headers begun, not finished
+	mu    sync.Mutex
+	conns []*trackedConn // open: accepted and not yet closed
+
+	// pendingMu guards pending. It is a lock of its own because requests
+	// take it twice each (see ConnState), and must not wait while mu is
+	// held for a scan of every connection at the cap.
+	pendingMu sync.Mutex
+	pending   pendingList // a request's headers begun, not finished
 
 	waiting atomic.Bool   // Accept is waiting for room
 	room    chan struct{} // one token: a connection closed or went idle
@@ -53,10 +58,11 @@ type trackedConn struct {
 	index     int          // in Limiter.conns; guarded by its mu
 	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
 	evicted   atomic.Bool  // closed by the limiter to make room
+	closed    atomic.Bool  // removed from Limiter.conns; set before it leaves pending
 
 	limiter    *Limiter
 	pending    atomic.Bool  // in limiter.pending
-	prev, next *trackedConn // in limiter.pending; guarded by its mu
+	prev, next *trackedConn // in limiter.pending; guarded by its pendingMu
 }
 
 // Read notes the first bytes a connection sends while it is idle (not yet
@@ -150,8 +156,8 @@ func (l *Limiter) Listen(ln net.Listener) net.Listener {
 }
 
 // ConnState is the http.Server.ConnState hook. The Active and Idle
-// transitions, which happen on every request, allocate nothing; the lock is
-// taken by a new and a closed connection, and twice a request (its headers
+// transitions, which happen on every request, allocate nothing; mu is
+// taken by a new and a closed connection, pendingMu twice a request (its headers
 // begun, see headersBegun, and read, here).
 func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
@@ -164,9 +170,9 @@ func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 		// net/http reports Active once the request's headers are read
 		// (or it gave up on them): the connection is no longer pending.
 		if tc.pending.Load() {
-			l.mu.Lock()
+			l.pendingMu.Lock()
 			l.pending.remove(tc)
-			l.mu.Unlock()
+			l.pendingMu.Unlock()
 		}
 	case http.StateIdle:
 		tc.idleSince.Store(int64(time.Since(l.epoch)) | 1) // never 0
@@ -205,9 +211,11 @@ func (l *Limiter) add(c net.Conn) *trackedConn {
 // than the newcomer to finish its headers, and what it holds of them goes
 // with it. The server sees its read fail and reports it closed.
 func (l *Limiter) headersBegun(tc *trackedConn) {
-	l.mu.Lock()
-	if tc.pending.Load() || tc.index < 0 || tc.idleSince.Load() == 0 {
-		l.mu.Unlock()
+	l.pendingMu.Lock()
+	// closed is set before remove takes pendingMu: either it is seen here,
+	// or remove takes tc out of pending after this.
+	if tc.pending.Load() || tc.closed.Load() || tc.idleSince.Load() == 0 {
+		l.pendingMu.Unlock()
 		return // counted already, or closed meanwhile
 	}
 	l.pending.push(tc)
@@ -216,7 +224,7 @@ func (l *Limiter) headersBegun(tc *trackedConn) {
 		oldest = l.pending.head
 		l.pending.remove(oldest)
 	}
-	l.mu.Unlock()
+	l.pendingMu.Unlock()
 	if oldest != nil {
 		oldest.evicted.Store(true)
 		oldest.Close()
@@ -225,9 +233,9 @@ func (l *Limiter) headersBegun(tc *trackedConn) {
 
 func (l *Limiter) remove(tc *trackedConn) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	i := tc.index
 	if i < 0 {
+		l.mu.Unlock()
 		return // already removed: Hijacked, then Closed by the caller
 	}
 	last := l.conns[len(l.conns)-1]
@@ -235,7 +243,11 @@ func (l *Limiter) remove(tc *trackedConn) {
 	l.conns[len(l.conns)-1] = nil
 	l.conns = l.conns[:len(l.conns)-1]
 	tc.index = -1
+	tc.closed.Store(true)
+	l.mu.Unlock()
+	l.pendingMu.Lock()
 	l.pending.remove(tc)
+	l.pendingMu.Unlock()
 }
 
 // Open returns how many connections are open.
