@@ -15,7 +15,7 @@ import (
 )
 
 // config is the service's configuration, read from the environment
-// (decisions.md, "Running and configuration").
+// (usage in main.go lists every variable; docs/operations.md, "Configuration").
 type config struct {
 	addr         string
 	keys         []string    // never logged: every key accepted at start
@@ -123,7 +123,7 @@ func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
 	return dep, nil
 }
 
-// parseMaxConns reads PETSTORE_MAX_CONNS (decisions.md, "Hardening").
+// parseMaxConns reads PETSTORE_MAX_CONNS (docs/api.md, "Limits").
 func parseMaxConns(getenv func(string) string) (int, error) {
 	v := getenvOr(getenv, "PETSTORE_MAX_CONNS", "10000")
 	n, err := strconv.Atoi(v)

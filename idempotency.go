@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Safe retries (decisions.md, "Safe retries"; draft-ietf-httpapi-
+// Safe retries (docs/api.md, "Safe retries"; draft-ietf-httpapi-
 // idempotency-key-header-07): a create sent with an Idempotency-Key that
 // answered 201 is answered again, the same, when retried with the same key
 // and request; the key is stored with the category, in the same durable
