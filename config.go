@@ -51,34 +51,52 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return cfg, err
 		}
 	}
+	if err := loadLimits(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := loadKeys(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// loadLimits reads the Idempotency-Key lifetime, the rate limit, and the
+// caps on connections and categories into cfg.
+func loadLimits(getenv func(string) string, cfg *config) error {
+	var err error
 	cfg.idemTTL = defaultIdempotencyTTL
 	if v, set := lookup(getenv, "PETSTORE_IDEMPOTENCY_TTL"); set {
 		if cfg.idemTTL, err = time.ParseDuration(v); err != nil || cfg.idemTTL <= 0 {
-			return cfg, fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
+			return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
 		}
 	}
 	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
 		rl, err := parseRateLimit(v)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.rateLimit = &rl
 	}
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
-		return cfg, err
+		return err
 	}
 	cfg.maxCats = defaultMaxCategories
 	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
 		var ok bool
 		if cfg.maxCats, ok = parseID(v); !ok {
-			return cfg, fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
+			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
 		}
 	}
+	return nil
+}
 
+// loadKeys reads the accepted API keys into cfg: those of PETSTORE_API_KEYS
+// and of PETSTORE_API_KEYS_FILE, or with neither, one generated key.
+func loadKeys(getenv func(string) string, cfg *config) error {
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
 		keys, err := checkKeys("PETSTORE_API_KEYS", "key", strings.Split(v, ","))
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.envKeys = keys
 		cfg.keys = append(cfg.keys, keys...)
@@ -89,7 +107,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.keyFileSeen, _ = versionOf(path)
 		keys, err := readKeyFile(path)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.keyFile = path
 		cfg.keys = append(cfg.keys, keys...)
@@ -97,11 +115,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if len(cfg.keys) == 0 {
 		key, err := generateKey()
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.keys, cfg.generatedKey = []string{key}, true
 	}
-	return cfg, nil
+	return nil
 }
 
 // loadPetsDeprecation reads the deprecation instants of GET /v1/pets/{petId}.
