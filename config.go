@@ -203,18 +203,11 @@ func checkKeys(source, unit string, raw []string) ([]string, error) {
 	return keys, nil
 }
 
+// isBearerToken reports whether s is an RFC 6750 b64token: characters of
+// bearerChars, then any number of "=".
 func isBearerToken(s string) bool {
 	body := strings.TrimRight(s, "=")
-	if body == "" {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return body != "" && bearerChars.all(body)
 }
 
 // readKeyFile reads one key per line; blank lines and # comments are skipped.
@@ -338,16 +331,12 @@ func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error)
 	return cfg, nil
 }
 
+// validEtcdPrefix reports whether prefix is segments of etcdPrefixChars
+// separated by "/", none empty, "." or "..".
 func validEtcdPrefix(prefix string) bool {
 	for _, seg := range strings.Split(prefix, "/") {
-		if seg == "" || seg == "." || seg == ".." {
+		if seg == "" || seg == "." || seg == ".." || !etcdPrefixChars.all(seg) {
 			return false
-		}
-		for i := 0; i < len(seg); i++ {
-			c := seg[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-				return false
-			}
 		}
 	}
 	return true
