@@ -140,8 +140,7 @@ func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r 
 		requestID: facts.id,
 	}
 	if facts.keyed {
-		hex.Encode(line.key[:], facts.key[:4])
-		line.keyed = true
+		line.key, line.keyed = facts.key, true
 	}
 	if facts.err != nil {
 		line.err = logErrorText(facts.err)
