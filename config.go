@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/textcut"
 )
 
 // config is the service's configuration, read from the environment
@@ -84,7 +86,7 @@ func loadLimits(getenv func(string) string, cfg *config) error {
 	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
 		var ok bool
 		if cfg.maxCats, ok = parseID(v); !ok {
-			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
+			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", textcut.Truncate(v, 40))
 		}
 	}
 	return nil
@@ -146,7 +148,7 @@ func parseMaxConns(getenv func(string) string) (int, error) {
 	v := getenvOr(getenv, "PETSTORE_MAX_CONNS", "10000")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", truncate(v, 40))
+		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", textcut.Truncate(v, 40))
 	}
 	return n, nil
 }
@@ -260,13 +262,13 @@ func checkDataPath(data string) error {
 		return nil
 	}
 	if scheme, _, ok := strings.Cut(data, "://"); ok {
-		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", truncate(data, 80), truncate(scheme, 40), want)
+		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", textcut.Truncate(data, 80), textcut.Truncate(scheme, 40), want)
 	}
 	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
-		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", textcut.Truncate(data, 80), want)
 	}
 	if strings.HasPrefix(data, ":") {
-		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", textcut.Truncate(data, 80), want)
 	}
 	return nil
 }
