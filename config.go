@@ -17,7 +17,8 @@ import (
 )
 
 // config is the service's configuration, read from the environment
-// (usage in main.go lists every variable; docs/operations.md, "Configuration").
+// (usage in main.go lists every variable; README.md, "Configuration";
+// docs/operations.md, "Starting").
 type config struct {
 	addr         string
 	keys         []string    // never logged: every key accepted at start
