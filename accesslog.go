@@ -26,7 +26,7 @@ type accessLine struct {
 	bytes     int64
 	duration  float64 // milliseconds, to the microsecond
 	requestID string
-	key       [8]byte // fingerprint of the accepted API key (8 hex digits), when keyed
+	key       keyDigest // of the accepted API key, when keyed; logged by its fingerprint
 	keyed     bool
 	err       string // "" when the answer carried no error
 }
@@ -44,7 +44,7 @@ func (l *accessLine) attrs() []slog.Attr {
 		slog.String("request_id", l.requestID),
 	}
 	if l.keyed {
-		attrs = append(attrs, slog.String("key", string(l.key[:])))
+		attrs = append(attrs, slog.String("key", l.key.fingerprint()))
 	}
 	if l.err != "" {
 		attrs = append(attrs, slog.String("error", l.err))
@@ -78,7 +78,7 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	b = appendLogString(b, l.requestID)
 	if l.keyed {
 		b = append(b, `,"key":"`...)
-		b = append(b, l.key[:]...)
+		b = l.key.appendFingerprint(b)
 		b = append(b, '"')
 	}
 	if l.err != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"math"
@@ -59,9 +60,9 @@ func TestAccessLineMatchesSlog(t *testing.T) {
 		{"tiny duration", func(l *accessLine) { l.duration = 5e-7 }},
 		{"huge duration", func(l *accessLine) { l.duration = 3e21 }},
 		{"zero time", func(l *accessLine) { l.time = time.Time{} }},
-		{"key fingerprint", func(l *accessLine) { l.key, l.keyed = [8]byte([]byte("9f86d081")), true }},
+		{"key fingerprint", func(l *accessLine) { l.key, l.keyed = sha256.Sum256([]byte("test")), true }},
 		{"key fingerprint and error", func(l *accessLine) {
-			l.key, l.keyed, l.status, l.err = [8]byte([]byte("9f86d081")), true, 429, "rate_limited: too many"
+			l.key, l.keyed, l.status, l.err = sha256.Sum256([]byte("test")), true, 429, "rate_limited: too many"
 		}},
 	}
 	for _, tt := range tests {
@@ -117,4 +118,18 @@ func BenchmarkAccessLine(b *testing.B) {
 			log.LogAttrs(context.Background(), slog.LevelInfo, "request", l.attrs()...)
 		}
 	})
+}
+
+// A keyed line names the key by its fingerprint: the first 8 hex digits of
+// its SHA-256, as keyDigest.fingerprint gives them.
+func TestAccessLineKeyFingerprint(t *testing.T) {
+	t.Parallel()
+	d := keyDigest(sha256.Sum256([]byte("test")))
+	if got, want := d.fingerprint(), "9f86d081"; got != want {
+		t.Fatalf("fingerprint: got %q, want %q", got, want)
+	}
+	l := accessLine{method: "GET", status: 200, key: d, keyed: true}
+	if got, want := string(l.appendJSON(nil)), `,"key":"9f86d081"}`; !strings.Contains(got, want) {
+		t.Errorf("access line %s: want it to hold %s", got, want)
+	}
 }

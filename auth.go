@@ -13,9 +13,13 @@ import (
 // the key, and what names a client in logs, metrics and rate limits.
 type keyDigest [sha256.Size]byte
 
-// fingerprint returns the first 8 hex digits of the digest: enough to tell
-// clients apart in a log, far too little to find the key.
-func (d keyDigest) fingerprint() string { return hex.EncodeToString(d[:4]) }
+// appendFingerprint appends the key's fingerprint, the first 8 hex digits of
+// the digest: enough to tell clients apart in a log, far too little to find
+// the key.
+func (d *keyDigest) appendFingerprint(dst []byte) []byte { return hex.AppendEncode(dst, d[:4]) }
+
+// fingerprint returns the key's fingerprint (see appendFingerprint).
+func (d keyDigest) fingerprint() string { return string(d.appendFingerprint(nil)) }
 
 // keySet is a set of accepted API keys, kept as digests, so comparisons take
 // the same time whatever a key's length.

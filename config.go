@@ -12,10 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/textcut"
 )
 
 // config is the service's configuration, read from the environment
-// (decisions.md, "Running and configuration").
+// (usage in main.go lists every variable; README.md, "Configuration";
+// docs/operations.md, "Starting").
 type config struct {
 	addr         string
 	keys         []string    // never logged: every key accepted at start
@@ -51,34 +54,52 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return cfg, err
 		}
 	}
+	if err := loadLimits(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := loadKeys(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// loadLimits reads the Idempotency-Key lifetime, the rate limit, and the
+// caps on connections and categories into cfg.
+func loadLimits(getenv func(string) string, cfg *config) error {
+	var err error
 	cfg.idemTTL = defaultIdempotencyTTL
 	if v, set := lookup(getenv, "PETSTORE_IDEMPOTENCY_TTL"); set {
 		if cfg.idemTTL, err = time.ParseDuration(v); err != nil || cfg.idemTTL <= 0 {
-			return cfg, fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
+			return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
 		}
 	}
 	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
 		rl, err := parseRateLimit(v)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.rateLimit = &rl
 	}
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
-		return cfg, err
+		return err
 	}
 	cfg.maxCats = defaultMaxCategories
 	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
 		var ok bool
 		if cfg.maxCats, ok = parseID(v); !ok {
-			return cfg, fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", truncate(v, 40))
+			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", textcut.Truncate(v, 40))
 		}
 	}
+	return nil
+}
 
+// loadKeys reads the accepted API keys into cfg: those of PETSTORE_API_KEYS
+// and of PETSTORE_API_KEYS_FILE, or with neither, one generated key.
+func loadKeys(getenv func(string) string, cfg *config) error {
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
 		keys, err := checkKeys("PETSTORE_API_KEYS", "key", strings.Split(v, ","))
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.envKeys = keys
 		cfg.keys = append(cfg.keys, keys...)
@@ -89,7 +110,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		cfg.keyFileSeen, _ = versionOf(path)
 		keys, err := readKeyFile(path)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.keyFile = path
 		cfg.keys = append(cfg.keys, keys...)
@@ -97,11 +118,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if len(cfg.keys) == 0 {
 		key, err := generateKey()
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.keys, cfg.generatedKey = []string{key}, true
 	}
-	return cfg, nil
+	return nil
 }
 
 // loadPetsDeprecation reads the deprecation instants of GET /v1/pets/{petId}.
@@ -123,12 +144,12 @@ func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
 	return dep, nil
 }
 
-// parseMaxConns reads PETSTORE_MAX_CONNS (decisions.md, "Hardening").
+// parseMaxConns reads PETSTORE_MAX_CONNS (docs/api.md, "Limits").
 func parseMaxConns(getenv func(string) string) (int, error) {
 	v := getenvOr(getenv, "PETSTORE_MAX_CONNS", "10000")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", truncate(v, 40))
+		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", textcut.Truncate(v, 40))
 	}
 	return n, nil
 }
@@ -185,18 +206,11 @@ func checkKeys(source, unit string, raw []string) ([]string, error) {
 	return keys, nil
 }
 
+// isBearerToken reports whether s is an RFC 6750 b64token: characters of
+// bearerChars, then any number of "=".
 func isBearerToken(s string) bool {
 	body := strings.TrimRight(s, "=")
-	if body == "" {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return body != "" && bearerChars.all(body)
 }
 
 // readKeyFile reads one key per line; blank lines and # comments are skipped.
@@ -249,13 +263,13 @@ func checkDataPath(data string) error {
 		return nil
 	}
 	if scheme, _, ok := strings.Cut(data, "://"); ok {
-		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", truncate(data, 80), truncate(scheme, 40), want)
+		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", textcut.Truncate(data, 80), textcut.Truncate(scheme, 40), want)
 	}
 	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
-		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", textcut.Truncate(data, 80), want)
 	}
 	if strings.HasPrefix(data, ":") {
-		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", textcut.Truncate(data, 80), want)
 	}
 	return nil
 }
@@ -320,16 +334,12 @@ func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error)
 	return cfg, nil
 }
 
+// validEtcdPrefix reports whether prefix is segments of etcdPrefixChars
+// separated by "/", none empty, "." or "..".
 func validEtcdPrefix(prefix string) bool {
 	for _, seg := range strings.Split(prefix, "/") {
-		if seg == "" || seg == "." || seg == ".." {
+		if seg == "" || seg == "." || seg == ".." || !etcdPrefixChars.all(seg) {
 			return false
-		}
-		for i := 0; i < len(seg); i++ {
-			c := seg[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-				return false
-			}
 		}
 	}
 	return true

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-// maxBodyBytes bounds every request body (decisions.md: 1 MiB).
+// maxBodyBytes bounds every request body (docs/api.md, "Limits": 1 MiB).
 const maxBodyBytes = 1 << 20
 
 // decodeJSONObject reads the request body, which must be a single JSON object
@@ -58,7 +58,7 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget
 var errPayloadTooLarge = apiErrorf(codePayloadTooLarge, "request body must be at most %d bytes", maxBodyBytes)
 
 // bodyReadError maps a failure to read the body to the client's answer
-// (decisions.md, "Hardening": body errors are the client's). Nothing on the
+// (docs/api.md, "Errors": body errors are the client's). Nothing on the
 // server's side can fail while reading a body from its connection: it is
 // malformed chunked encoding, a body cut short, a connection reset, or a body
 // not received within the server's read timeout.

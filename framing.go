@@ -8,7 +8,7 @@ var connectionClose = []string{"close"}
 
 // closeAmbiguousFraming closes, after its answer, every connection whose
 // request framing a proxy in front might have read differently (RFC 9112
-// section 6.1; decisions.md, "Hardening"), so that nothing after the request
+// section 6.1; docs/api.md, "Limits"), so that nothing after the request
 // on that connection is read as another request:
 //
 //   - every HTTP/1.0 request: net/http drops Transfer-Encoding from HTTP/1.0

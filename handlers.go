@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
+
+	"petstore/internal/textcut"
 )
 
 var listCacheControl = []string{"private, no-cache"}
@@ -107,7 +108,7 @@ func handleCategoryGet(store Store) http.Handler {
 		raw := r.PathValue("id")
 		id, ok := parseID(raw)
 		if !ok {
-			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", showControls(truncate(raw, 40))))
+			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", showControls(textcut.Truncate(raw, 40))))
 			return
 		}
 		body, err := store.Get(r.Context(), id)
@@ -144,16 +145,6 @@ func handleHealth(store Store) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, ok)
 	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) { // cut between characters
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // headerValue is h.Get(key) for a key already in canonical form, as net/http

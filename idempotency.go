@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Safe retries (decisions.md, "Safe retries"; draft-ietf-httpapi-
+// Safe retries (docs/api.md, "Safe retries"; draft-ietf-httpapi-
 // idempotency-key-header-07): a create sent with an Idempotency-Key that
 // answered 201 is answered again, the same, when retried with the same key
 // and request; the key is stored with the category, in the same durable
@@ -65,10 +65,8 @@ func parseSFString(v string) (string, bool) {
 	// The usual key has no escapes: it is the text between the quotes.
 	if end := strings.IndexAny(v[1:], `"\\`); end >= 0 && v[1+end] == '"' && 1+end == len(v)-1 {
 		inner := v[1 : 1+end]
-		for i := 0; i < len(inner); i++ {
-			if inner[i] < 0x20 || inner[i] > 0x7e {
-				return "", false
-			}
+		if !printableASCII.all(inner) {
+			return "", false
 		}
 		return inner, true
 	}
@@ -84,7 +82,7 @@ func parseSFString(v string) (string, bool) {
 			b.WriteByte(v[i])
 		case c == '"':
 			return b.String(), i == len(v)-1
-		case c < 0x20 || c > 0x7e:
+		case !printableASCII.has(c):
 			return "", false
 		default:
 			b.WriteByte(c)
@@ -96,19 +94,8 @@ func parseSFString(v string) (string, bool) {
 // isSFToken reports whether v is a structured-field token: a letter or "*",
 // then tchar, ":" or "/".
 func isSFToken(v string) bool {
-	if v == "" || !(isAlpha(v[0]) || v[0] == '*') {
-		return false
-	}
-	for i := 1; i < len(v); i++ {
-		c := v[i]
-		if !(isAlpha(c) || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return v != "" && sfTokenStart.has(v[0]) && sfTokenChars.all(v[1:])
 }
-
-func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // idempotencyKey is a key as a store keeps it: scoped to the API key that
 // sent it. Make one with newIdempotencyKey, which names it: a literal would

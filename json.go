@@ -10,8 +10,9 @@ import (
 // This file holds the small amount of JSON handling petstore does by hand:
 // writing strings exactly as encoding/json would (so cached answers need no
 // reflection), and walking the members of an already validated top-level
-// object (encoding/json matches member names case-insensitively, and the
-// decisions require exact names, duplicates caught and every problem named).
+// object (encoding/json matches member names case-insensitively, and the API
+// requires exact names, duplicates caught and every problem named:
+// docs/api.md, "Category rules").
 
 const hexDigits = "0123456789abcdef"
 

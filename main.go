@@ -46,9 +46,9 @@ const maxHeaderBlock = 16 << 10
 // maxHeaderBlock less this, so that the bound in effect is maxHeaderBlock.
 const headerReadSlop = 4096
 
-// limits are the server's timeouts and bounds (decisions.md, "Running" and
-// "Hardening"). run serves with defaultLimits; tests shrink the times
-// through runWithLimits so that they stay fast.
+// limits are the server's timeouts and bounds (docs/api.md, "Limits"). run
+// serves with defaultLimits; tests shrink the times through runWithLimits so
+// that they stay fast.
 type limits struct {
 	grace       time.Duration // for in-flight requests once a stop signal arrives
 	readTimeout time.Duration // to read a whole request, body included
@@ -62,12 +62,26 @@ var defaultLimits = limits{
 	idleTimeout: 30 * time.Second,
 	// 64 largest bodies at once: far more than the disk commits in the
 	// time one takes to arrive, and a bound of its own on the memory
-	// bodies take (README, "Limits").
+	// bodies take (docs/api.md, "Limits").
 	bodyBudget: 64 * maxBodyBytes,
 }
 
-const usage = `petstore serves the Pet Catalogue API. It takes no arguments; it is configured
-through the environment:
+const usage = `Usage: petstore [-h | -version | -openapi | -export | -import FILE]
+
+petstore serves the Pet Catalogue API. Without a flag it serves until it is
+stopped (SIGINT or SIGTERM); SIGHUP reads the key file again. A flag runs
+one command instead and exits:
+
+  -h                 print this help
+  -version           print the version of this build (module version, VCS
+                     revision and time when recorded) and the Go version
+  -openapi           write the OpenAPI document to stdout
+  -export            write the categories of PETSTORE_DATA to stdout, in the
+                     journal format
+  -import FILE       copy the journal FILE into the empty etcd prefix
+                     PETSTORE_DATA names, keeping ids
+
+Configuration comes from the environment:
 
   PETSTORE_ADDR             listen address (default :8080)
   PETSTORE_API_KEYS         comma-separated accepted API keys
@@ -81,6 +95,10 @@ through the environment:
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
   PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
   PETSTORE_IDEMPOTENCY_TTL  how long an Idempotency-Key is kept (default 24h)
+  GOMAXPROCS                when set, left alone; when not, and it comes to 1,
+                            a journal store raises it to 2 while it writes
+
+With no key configured, a random key is generated and printed once.
 
 With PETSTORE_DATA=etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)
 the categories live in an etcd cluster, shared by any number of petstores:
@@ -89,18 +107,11 @@ the categories live in an etcd cluster, shared by any number of petstores:
   PETSTORE_ETCD_USER           etcd user, when etcd auth is on
   PETSTORE_ETCD_PASSWORD_FILE  file holding that user's password
   PETSTORE_ETCD_START_TIMEOUT  how long start waits for the cluster (default 30s)
-
-With no key configured, a random key is generated and printed once.
-
-  petstore -openapi         write the OpenAPI document to stdout and exit
-  petstore -export          write the categories of PETSTORE_DATA to stdout,
-                            in the journal format, and exit
-  petstore -import FILE     copy the journal FILE into the empty etcd prefix
-                            PETSTORE_DATA names, keeping ids, and exit
 `
 
 // run starts the service and serves until ctx is done, then shuts down
-// gracefully. It reads configuration only through getenv.
+// gracefully; or, given a flag, runs that one command (see usage). It reads
+// configuration only through getenv.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runWithLimits(ctx, args, getenv, stdout, stderr, defaultLimits)
 }
@@ -108,27 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runWithLimits is run with the server's timeouts and bounds given.
 func runWithLimits(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, lim limits) error {
 	if len(args) > 1 {
-		switch args[1] {
-		case "-h", "-help", "--help":
-			fmt.Fprint(stdout, usage)
-			return nil
-		case "-openapi":
-			return writeOpenAPI(getenv, stdout)
-		case "-import", "-export":
-			cfg, err := loadConfig(getenv)
-			if err != nil {
-				return err
-			}
-			log := newJSONLogger(stderr)
-			if args[1] == "-export" && len(args) == 2 {
-				return exportCategories(cfg, log, stdout, stderr)
-			}
-			if args[1] == "-import" && len(args) == 3 {
-				return importJournal(cfg, log, args[2], stderr)
-			}
-			return fmt.Errorf("usage: petstore -import JOURNAL_FILE, or petstore -export (see -help)")
-		}
-		return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[1])
+		return runTool(args[1:], getenv, stdout, stderr)
 	}
 	// SIGHUP reloads the key file; without one it is only logged, never
 	// the end of the process that it is by default. It is caught from the
@@ -145,37 +136,17 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	log := newJSONLogger(sink.Direct())
 
 	commits := newCommitMetrics()
-	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL, maxCategories: cfg.maxCats}
-	// An explicit GOMAXPROCS in the environment is left alone. With etcd
-	// there is no local fsync for a second P to overlap.
-	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
-		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
-			opts.onBatch = boost.batch
-			defer boost.stop()
-		}
-	}
-	store, err := openStore(cfg.dataPath, opts)
+	store, closeStore, err := openStoreFor(cfg, getenv, log, commits)
 	if err != nil {
-		return fmt.Errorf("PETSTORE_DATA: %w", err)
+		return err
 	}
-	defer store.Close()
-
-	maxConns, err := connlimit.Cap(cfg.maxConns)
+	defer closeStore()
+	ln, conns, maxConns, err := listen(cfg)
 	if err != nil {
-		return fmt.Errorf("PETSTORE_MAX_CONNS: %w", err)
-	}
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return fmt.Errorf("PETSTORE_ADDR: %w", err)
+		return err
 	}
 	defer ln.Close() // on the ways out before Serve, which closes it otherwise
-	conns := connlimit.New(maxConns)
 	keys := newKeyring(cfg.keys)
-	var limits *limiter
-	if cfg.rateLimit != nil {
-		limits = newLimiter(*cfg.rateLimit, time.Now)
-		go limits.sweepEvery(ctx, limits.refillTime())
-	}
 	handler, _, err := newServer(deps{
 		store:   store,
 		keys:    keys,
@@ -185,12 +156,102 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		pets:    cfg.pets,
 		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
 		commits: commits,
-		limiter: limits,
+		limiter: startRateLimiter(ctx, cfg.rateLimit),
 	})
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
+	srv := newHTTPServer(handler, lim, conns, log)
+	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
+		return err
+	}
+	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log)
+	go rotation.run(ctx, hup, keyFilePoll)
+	return serve(ctx, srv, conns.Listen(ln), store, conns, lim.grace, log)
+}
+
+// runTool runs the one command args names (see usage) instead of serving.
+func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	switch args[0] {
+	case "-h", "-help", "--help":
+		_, err := io.WriteString(stdout, usage)
+		return err
+	case "-version", "--version":
+		_, err := fmt.Fprintln(stdout, readBuildVersion())
+		return err
+	case "-openapi":
+		return writeOpenAPI(getenv, stdout)
+	case "-import", "-export":
+		cfg, err := loadConfig(getenv)
+		if err != nil {
+			return err
+		}
+		log := newJSONLogger(stderr)
+		if args[0] == "-export" && len(args) == 1 {
+			return exportCategories(cfg, log, stdout, stderr)
+		}
+		if args[0] == "-import" && len(args) == 2 {
+			return importJournal(cfg, log, args[1], stderr)
+		}
+		return fmt.Errorf("usage: petstore -import JOURNAL_FILE, or petstore -export (see -help)")
+	}
+	return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[0])
+}
+
+// openStoreFor opens the store PETSTORE_DATA names, reporting its commits to
+// commits. The returned func closes it (again, if serve closed it already).
+func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, commits *commitMetrics) (Store, func(), error) {
+	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL, maxCategories: cfg.maxCats}
+	stopBoost := func() {}
+	// An explicit GOMAXPROCS in the environment is left alone. With etcd
+	// there is no local disk sync for a second P to overlap.
+	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
+		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
+			opts.onBatch = boost.batch
+			stopBoost = boost.stop
+		}
+	}
+	store, err := openStore(cfg.dataPath, opts)
+	if err != nil {
+		stopBoost()
+		return nil, nil, fmt.Errorf("PETSTORE_DATA: %w", err)
+	}
+	return store, func() {
+		store.Close()
+		stopBoost()
+	}, nil
+}
+
+// listen opens the listening socket of PETSTORE_ADDR, synchronously so that
+// a bad address fails the start, and the limiter that caps its connections
+// at maxConns.
+func listen(cfg config) (ln net.Listener, conns *connlimit.Limiter, maxConns int, err error) {
+	maxConns, err = connlimit.Cap(cfg.maxConns)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("PETSTORE_MAX_CONNS: %w", err)
+	}
+	ln, err = net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("PETSTORE_ADDR: %w", err)
+	}
+	return ln, connlimit.New(maxConns), maxConns, nil
+}
+
+// startRateLimiter returns the limiter of the request budget rl, swept of
+// idle buckets until ctx is done, or nil when there is no budget.
+func startRateLimiter(ctx context.Context, rl *rateLimit) *limiter {
+	if rl == nil {
+		return nil
+	}
+	l := newLimiter(*rl, time.Now)
+	go l.sweepEvery(ctx, l.refillTime())
+	return l
+}
+
+// newHTTPServer returns the server of handler, with the timeouts and header
+// bound of lim, its connections counted by conns.
+func newHTTPServer(handler http.Handler, lim limits, conns *connlimit.Limiter, log *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       lim.readTimeout,
@@ -200,28 +261,36 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		ConnState:         conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// logStart logs the "listening" line (which tests and operators wait for)
+// and, when the key was generated, prints it once to direct, outside the
+// JSON log, so that `go run .` just works.
+func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxConns int, log *slog.Logger, direct io.Writer) error {
 	snap, err := store.List(ctx)
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
+	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
 	if cfg.generatedKey {
-		// Printed once, outside the JSON log, so that `go run .` just works.
-		fmt.Fprintf(sink.Direct(), "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
+	return nil
+}
 
-	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log)
-	go rotation.run(ctx, hup, keyFilePoll)
-
+// serve serves srv on ln until it fails or ctx is done; then it drains:
+// in-flight requests get grace to finish, and the store is closed, which
+// makes what it accepted durable.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, conns *connlimit.Limiter, grace time.Duration, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(conns.Listen(ln)) }()
+	go func() { serveErr <- srv.Serve(ln) }()
 	select {
 	case err := <-serveErr:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "grace", lim.grace.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), lim.grace)
+	log.Info("shutting down", "grace", grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		// The grace is over: what is left is a client too slow to finish

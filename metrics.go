@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -91,11 +89,8 @@ func newServiceMetrics(patterns []string, commits *commitMetrics, store Store) *
 	for i := range m.durations {
 		m.durations[i] = metrics.NewHistogram(durationBounds, 1e-9)
 	}
-	version := "(devel)"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		version = info.Main.Version
-	}
-	m.buildInfo = `version="` + metrics.EscapeLabel(version) + `",goversion="` + metrics.EscapeLabel(runtime.Version()) + `"`
+	version := readBuildVersion()
+	m.buildInfo = `version="` + metrics.EscapeLabel(version.module) + `",goversion="` + metrics.EscapeLabel(version.goVersion) + `"`
 	return m
 }
 

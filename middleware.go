@@ -140,8 +140,7 @@ func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r 
 		requestID: facts.id,
 	}
 	if facts.keyed {
-		hex.Encode(line.key[:], facts.key[:4])
-		line.keyed = true
+		line.key, line.keyed = facts.key, true
 	}
 	if facts.err != nil {
 		line.err = logErrorText(facts.err)
@@ -156,16 +155,7 @@ func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r 
 // validRequestID accepts 1 to 128 characters of letters, digits and -._:
 // so that an id taken from a client is safe to echo and to log.
 func validRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':') {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= 128 && requestIDChars.all(id)
 }
 
 // recoverPanics turns a panic in a handler into a 500 Error answer (when

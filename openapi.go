@@ -153,18 +153,43 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 	}
 	var deprecationHeaders map[string]any
 	if dep := rt.deprecation; dep != nil {
-		op["deprecated"] = true
-		op["x-sunset"] = dep.sunset.UTC().Format(time.RFC3339)
-		desc, _ := op["description"].(string)
-		op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated as of %s; its sunset is %s, from which on it answers 410 `gone`.",
-			desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
-		deprecated, sunset := dep.headerValues()
-		deprecationHeaders = map[string]any{
-			"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", deprecated),
-			"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", sunset),
-		}
+		deprecationHeaders = describeDeprecation(op, dep)
 	}
+	responses, err := impliedResponses(rt, static, errs)
+	if err != nil {
+		return nil, err
+	}
+	for status, r := range responses {
+		resp, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("operation %q: response %s is not an object", rt.operationID, status)
+		}
+		responses[status] = describeResponse(rt, status, resp, deprecationHeaders)
+	}
+	op["responses"] = responses
+	return op, nil
+}
 
+// describeDeprecation marks op deprecated as of dep, says when in its
+// description, and returns the headers its answers carry for it.
+func describeDeprecation(op map[string]any, dep *deprecation) map[string]any {
+	op["deprecated"] = true
+	op["x-sunset"] = dep.sunset.UTC().Format(time.RFC3339)
+	desc, _ := op["description"].(string)
+	op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated as of %s; its sunset is %s, from which on it answers 410 `gone`.",
+		desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
+	deprecated, sunset := dep.headerValues()
+	return map[string]any{
+		"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", deprecated),
+		"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", sunset),
+	}
+}
+
+// impliedResponses returns the operation's own responses and those its
+// route's middleware gives (405 and 500 always; 401 and 429 past the key
+// check; 410 once deprecated), described from errs where the operation does
+// not word them itself.
+func impliedResponses(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
 	own, _ := static["responses"].(map[string]any)
 	responses := maps.Clone(own)
 	implied := []string{"405", "500"}
@@ -184,42 +209,40 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 		}
 		responses[status] = map[string]any{"description": desc}
 	}
-	for status, r := range responses {
-		resp, ok := r.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("operation %q: response %s is not an object", rt.operationID, status)
-		}
-		resp = maps.Clone(resp)
-		headers, _ := resp["headers"].(map[string]any)
-		headers = maps.Clone(headers)
-		if headers == nil {
-			headers = map[string]any{}
-		}
-		headers["X-Request-Id"] = ref("#/components/headers/X-Request-Id")
-		switch status {
-		case "401":
-			headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
-		case "405":
-			headers["Allow"] = ref("#/components/headers/Allow")
-		}
-		if status != "405" { // a 405 answers for the path, not for this operation
-			maps.Copy(headers, deprecationHeaders)
-		}
-		if !rt.public && status != "401" && status != "405" { // answers past the key check
-			headers["RateLimit-Policy"] = ref("#/components/headers/RateLimit-Policy")
-			headers["RateLimit"] = ref("#/components/headers/RateLimit")
-		}
-		if status == "429" {
-			headers["Retry-After"] = ref("#/components/headers/Retry-After")
-		}
-		resp["headers"] = headers
-		if code, _ := strconv.Atoi(status); code >= 400 && resp["content"] == nil {
-			resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref("#/components/schemas/Error")}}
-		}
-		responses[status] = resp
+	return responses, nil
+}
+
+// describeResponse returns a copy of the answer resp with status, given the
+// headers and Error body every such answer of rt carries.
+func describeResponse(rt route, status string, resp, deprecationHeaders map[string]any) map[string]any {
+	resp = maps.Clone(resp)
+	headers, _ := resp["headers"].(map[string]any)
+	headers = maps.Clone(headers)
+	if headers == nil {
+		headers = map[string]any{}
 	}
-	op["responses"] = responses
-	return op, nil
+	headers["X-Request-Id"] = ref("#/components/headers/X-Request-Id")
+	switch status {
+	case "401":
+		headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
+	case "405":
+		headers["Allow"] = ref("#/components/headers/Allow")
+	}
+	if status != "405" { // a 405 answers for the path, not for this operation
+		maps.Copy(headers, deprecationHeaders)
+	}
+	if !rt.public && status != "401" && status != "405" { // answers past the key check
+		headers["RateLimit-Policy"] = ref("#/components/headers/RateLimit-Policy")
+		headers["RateLimit"] = ref("#/components/headers/RateLimit")
+	}
+	if status == "429" {
+		headers["Retry-After"] = ref("#/components/headers/Retry-After")
+	}
+	resp["headers"] = headers
+	if code, _ := strconv.Atoi(status); code >= 400 && resp["content"] == nil {
+		resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref("#/components/schemas/Error")}}
+	}
+	return resp
 }
 
 // headOperation describes the HEAD that every GET route answers: the same

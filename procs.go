@@ -11,7 +11,7 @@ import (
 // procsBoost raises GOMAXPROCS to 2 while the journal is being written and
 // puts it back once writes have stopped for a while.
 //
-// The journal's writer goroutine blocks in write and fsync. With a single P
+// The journal's writer goroutine blocks in write and fdatasync. With a single P
 // (a process limited to one CPU, by taskset or a cpuset) Go lets requests
 // wait behind that system call: pinned to one CPU, 64 concurrent durable
 // creates had a p99 of 40–840 ms with one P and 9.6 ms with two (make

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/textcut"
 )
 
 // route is one operation of the API. The route table is the single source of
@@ -127,7 +129,7 @@ func newHandler(table []route, d deps) http.Handler {
 		mux.Handle(p, methodNotAllowed(methods[p]))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", truncate(r.URL.Path, 200)))
+		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", textcut.Truncate(r.URL.Path, 200)))
 	}))
 	return logRequests(newAccessLog(d.access), d.log, d.metrics, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 }
@@ -138,7 +140,7 @@ func methodNotAllowed(methods []string) http.Handler {
 	allow := []string{strings.Join(methods, ", ")}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Allow"] = allow
-		writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", truncate(r.Method, 20), allow[0]))
+		writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(r.Method, 20), allow[0]))
 	})
 }
 

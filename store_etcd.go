@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/etcd"
+	"petstore/internal/textcut"
 )
 
 // etcdStore keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
@@ -299,7 +300,7 @@ func parseCounter(kvs []etcd.KV) (counterState, error) {
 	}
 	v, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
 	if err != nil || v < 0 {
-		return counterState{}, fmt.Errorf("%w: key %s holds %q", errBadCounter, kvs[0].Key, truncate(string(kvs[0].Value), 40))
+		return counterState{}, fmt.Errorf("%w: key %s holds %q", errBadCounter, kvs[0].Key, textcut.Truncate(string(kvs[0].Value), 40))
 	}
 	return counterState{value: v, rev: int64(kvs[0].ModRevision)}, nil
 }
@@ -472,7 +473,7 @@ func (s *etcdStore) refuse(key []byte, why error) {
 	if !known {
 		s.refusedN.Add(1)
 		s.log.Warn("etcd: a record under categories/ is not a valid category (another writer put it there); it is not served",
-			"key", truncate(string(key), 200), "err", why)
+			"key", textcut.Truncate(string(key), 200), "err", why)
 	}
 }
 
@@ -551,7 +552,7 @@ func (s *etcdStore) keyedTaken(ctx context.Context, nc NewCategory) (created, er
 	}
 	var claim keyClaim
 	if err := json.Unmarshal(r.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-		return created{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, truncate(string(r.Kvs[0].Value), 80))
+		return created{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, textcut.Truncate(string(r.Kvs[0].Value), 80))
 	}
 	if claim.Request != requestHex(nc) {
 		return created{}, errIdempotencyKeyReused
@@ -993,7 +994,7 @@ func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (
 	if key != nil && len(key.Kvs) > 0 {
 		var claim keyClaim
 		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, truncate(string(key.Kvs[0].Value), 80))
+			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, textcut.Truncate(string(key.Kvs[0].Value), 80))
 			return false, false
 		}
 		switch {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"petstore/internal/textcut"
 )
 
 var (
@@ -74,7 +76,7 @@ func decodeGatewayError(status int, body []byte) *GatewayError {
 	}
 	if json.Unmarshal(body, &raw) != nil {
 		if s := strings.TrimSpace(string(body)); s != "" {
-			e.Message = truncate(s, 200)
+			e.Message = textcut.Truncate(s, 200)
 		}
 		return e
 	}
@@ -115,14 +117,6 @@ func (e *GatewayError) decodeNested(raw json.RawMessage) {
 	if nested.Message != "" {
 		e.Message = nested.Message
 	}
-}
-
-// truncate cuts s to at most n bytes, between characters, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // notSent reports whether err happened before the request could reach

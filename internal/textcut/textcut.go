@@ -1,0 +1,20 @@
+// Package textcut shortens text that petstore quotes back in an error
+// message or a log line (a setting, a path, a value found in etcd), so that
+// whatever its length the message stays short. It cuts between characters,
+// never inside one, and marks the cut with "…".
+package textcut
+
+import "unicode/utf8"
+
+// Truncate returns s if it is at most n bytes long; otherwise its longest
+// prefix of at most n bytes that ends on a character boundary, followed by
+// "…" (so the result may be n+3 bytes long).
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) { // cut between characters
+		n--
+	}
+	return s[:n] + "…"
+}
