@@ -1,9 +1,0 @@
-//go:build !linux
-
-package main
-
-import "os"
-
-// datasync is fdatasync on Linux; elsewhere it is fsync (which on macOS is
-// F_FULLFSYNC in Go's os package).
-func datasync(f *os.File) error { return f.Sync() }
