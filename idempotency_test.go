@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"petstore/internal/journal"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -506,7 +507,7 @@ func TestJournalFormatVersions(t *testing.T) {
 	}
 
 	newer := filepath.Join(t.TempDir(), "newer.jsonl")
-	if err := os.WriteFile(newer, []byte(journalHeaderOf(5)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(newer, []byte(journal.Header(5)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 5 is not supported by this petstore, which reads versions 1 to 4") {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -56,8 +54,6 @@ type storeOptions struct {
 	// readOnly opens a journal to read it only (petstore -export and
 	// -import): no torn tail cut, no header written or rewritten.
 	readOnly bool
-	// syncDir fsyncs a directory; nil is the real one (tests watch it).
-	syncDir func(dir string) error
 	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
 	etcd etcdConfig
 	// maxCategories bounds the catalogue: a create beyond it is refused
@@ -75,9 +71,6 @@ const defaultMaxCategories = 1_000_000
 func openStore(data string, opts storeOptions) (Store, error) {
 	if opts.log == nil {
 		opts.log = slog.New(slog.DiscardHandler)
-	}
-	if opts.syncDir == nil {
-		opts.syncDir = syncDir
 	}
 	if opts.now == nil {
 		opts.now = time.Now
@@ -189,34 +182,6 @@ func applyBatch(x *index, batch []*createRequest) {
 		}
 	}
 	x.publish()
-}
-
-// appendRecord appends the journal line of an accepted create: its
-// Category JSON and, inside the same object, the Idempotency-Key it was
-// sent with, if any, so that a torn line loses both or neither.
-func appendRecord(dst []byte, req *createRequest) []byte {
-	dst = req.cat.appendJSON(dst)
-	if k := req.nc.idem; k != nil {
-		dst = appendKeyMember(dst[:len(dst)-1], k.id, req.at) // inside the object
-	}
-	return append(dst, '\n')
-}
-
-// appendKeyMember appends the "idempotency" member of a keyed create's
-// journal line, with the object's closing brace (format version 3):
-// `,"idempotency":["<id>",<Unix seconds>]}`, where <id> is the key's table
-// id, 16 bytes in unpadded base64url: a digest of its scope and text,
-// short whatever the key's length, and no client's key text on disk. The
-// request is not written: the category on the same line is the validated
-// request, which a retry is compared with (replayOrRefuse). Every byte
-// counts: the journal write and sync of a batch is what durable creates
-// wait for.
-func appendKeyMember(dst []byte, id idempotencyID, at time.Time) []byte {
-	dst = append(dst, `,"idempotency":["`...)
-	dst = base64.RawURLEncoding.AppendEncode(dst, id[:])
-	dst = append(dst, `",`...)
-	dst = strconv.AppendInt(dst, at.Unix(), 10)
-	return append(dst, `]}`...)
 }
 
 // createKeyed runs a create of the memory or the journal store under its

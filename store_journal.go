@@ -2,22 +2,32 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/journal"
 )
 
-// journalStore keeps categories in a journal file (see journal.go) and in
-// memory. It is safe for concurrent use. Create returns only after the
-// category's record is written and synced; creates that arrive while a
-// write is under way share the next write and sync (group commit).
+// journalStore keeps categories in a journal file (internal/journal, one
+// record a line: record.go) and in memory. It is safe for concurrent use.
+// Create returns only after the category's record is written and synced;
+// creates that arrive while a write is under way share the next write and
+// sync (group commit).
 type journalStore struct {
 	idx  *index // written by the group writer's goroutine only
-	j    *journal
+	j    *journal.File
 	w    *groupWriter
 	keys *idempotencyTable
 	now  func() time.Time
 	max  int64 // categories at most
+
+	// appendLines writes a batch's records: j.Append, but for tests that
+	// fail it. It is called once per batch.
+	appendLines func(records []byte) error
 
 	// failed holds the error that stopped the journal, once a write could
 	// not be undone; from then on creates fail until a restart.
@@ -30,26 +40,36 @@ type journalStore struct {
 	records []byte
 }
 
-// maxBatch bounds how many creates share one journal write and sync.
-const maxBatch = 1024
-
-// openJournalStore opens the journal at path and replays it.
+// openJournalStore opens the journal at path and replays its records.
 func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
-	j, data, err := openJournal(path, opts.syncDir, opts.readOnly)
-	if err != nil {
-		return nil, err
-	}
 	keys := newIdempotencyTable(opts.idempotencyTTL, opts.now)
-	idx, err := j.replay(data, keys, opts.log)
+	var idx *index
+	var collisions []int // categories whose name folds like an earlier one's
+	apply := func(line []byte) error {
+		collides, err := replayRecord(idx, line, keys)
+		if collides {
+			collisions = append(collisions, len(idx.items)-1)
+		}
+		return err
+	}
+	j, err := journal.Open(path, apply, journal.Options{
+		ReadOnly: opts.readOnly,
+		Log:      opts.log,
+		Size:     func(lines, size int) { idx = newIndex(lines, size) },
+	})
 	if err != nil {
-		j.close()
 		return nil, err
 	}
+	if len(collisions) > 0 {
+		warnCollisions(idx, j.Path(), collisions, opts.log)
+	}
+	idx.publish()
 	if opts.maxCategories <= 0 {
 		opts.maxCategories = defaultMaxCategories
 	}
 	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, max: opts.maxCategories, seen: make(map[string]struct{}), onCommit: opts.onCommit}
-	s.w = newGroupWriter(maxBatch, s.commit, opts.onBatch)
+	s.appendLines = j.Append
+	s.w = newGroupWriter(journal.MaxAppendLines, s.commit, opts.onBatch)
 	return s, nil
 }
 
@@ -76,8 +96,8 @@ func (s *journalStore) commit(batch []*createRequest) {
 		return
 	}
 	start := time.Now()
-	if err := s.j.append(s.records); err != nil {
-		if s.j.broken {
+	if err := s.appendLines(s.records); err != nil {
+		if errors.Is(err, journal.ErrBroken) {
 			failure := fmt.Errorf("journal unusable after a failed write, restart the service: %w", err)
 			s.failed.Store(&failure)
 		}
@@ -99,5 +119,39 @@ func (s *journalStore) Health() error {
 
 func (s *journalStore) Close() error {
 	s.w.close()
-	return s.j.close()
+	return s.j.Close()
+}
+
+// maxCollisionWarnings bounds the warnings of one replay: a file that holds
+// many colliding names is summed up after these.
+const maxCollisionWarnings = 10
+
+// warnCollisions logs, for each category in later (positions in x), that
+// its name equals an earlier one's under this build's case folding, naming
+// both lines. It runs only when there are collisions, so finding the
+// earlier lines costs one more pass over the names then and nothing
+// otherwise. Line numbers follow from positions: the header is line 1 and
+// every later line is one category.
+func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
+	first := make(map[string]int, len(later)) // folded name: position of its first category
+	for _, i := range later {
+		first[foldName(x.nameAt(i))] = -1
+	}
+	for i := range x.items {
+		key := foldName(x.nameAt(i))
+		if f, ok := first[key]; ok && f < 0 {
+			first[key] = i
+		}
+	}
+	for n, i := range later {
+		if n == maxCollisionWarnings {
+			log.Warn("journal: more names are equal ignoring case to earlier ones; all are kept", "path", path, "more", len(later)-n)
+			return
+		}
+		name := x.nameAt(i)
+		f := first[foldName(name)]
+		log.Warn("journal: two names are equal under this build's comparison of names (the case folding of its Unicode tables, fullwidth forms as ASCII), which the build that wrote them did not make; both are kept, and a new create of either is refused",
+			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
+			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(x.nameAt(f)))
+	}
 }

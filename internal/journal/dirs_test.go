@@ -1,6 +1,7 @@
-package main
+package journal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,13 +34,13 @@ func TestJournalCreatedDirectoriesAreSynced(t *testing.T) {
 			mu.Unlock()
 			return syncDir(dir)
 		}
-		s, err := openStore(tc.path, storeOptions{syncDir: record})
+		var l lines
+		f, err := open(tc.path, l.apply, Options{}, record)
 		if err != nil {
 			t.Fatalf("%s: open: %v", tc.name, err)
 		}
-		env := newTestEnv(t, withStore(s))
-		env.mustCreate(t, tc.name)
-		if err := s.Close(); err != nil {
+		mustAppend(t, f, fmt.Sprintf(`{"id":%d,"name":%q}`, l.lastID+1, tc.name))
+		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
@@ -54,8 +55,8 @@ func TestJournalCreatedDirectoriesAreSynced(t *testing.T) {
 			t.Errorf("%s: got %v, %v; want a directory with permissions 700", d, info, err)
 		}
 	}
-	s := openTestStore(t, filepath.Join(b, "cats.jsonl"))
-	if got, want := listString(t, s), `[{"id":1,"name":"two new directories"},{"id":2,"name":"existing file"}]`; got != want {
-		t.Errorf("after reopen: got %s, want %s", got, want)
+	_, l := openTest(t, filepath.Join(b, "cats.jsonl"), Options{})
+	if got, want := l.got, []string{`{"id":1,"name":"two new directories"}`, `{"id":2,"name":"existing file"}`}; !slices.Equal(got, want) {
+		t.Errorf("after reopen: got %q, want %q", got, want)
 	}
 }
