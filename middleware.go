@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -59,12 +60,14 @@ func (c *requestContext) Value(key any) any {
 type accessRecorder struct {
 	http.ResponseWriter
 	facts *requestFacts
+	body  *bodyWatch // the request's body, when it declared one
 
 	requestID [1]string // backs the X-Request-Id header value
 }
 
 func (rec *accessRecorder) WriteHeader(status int) {
 	if rec.facts.status == 0 {
+		rec.closeIfBodyUnread()
 		rec.facts.status = status
 	}
 	rec.ResponseWriter.WriteHeader(status)
@@ -72,10 +75,45 @@ func (rec *accessRecorder) WriteHeader(status int) {
 
 func (rec *accessRecorder) Write(p []byte) (int, error) {
 	if rec.facts.status == 0 {
+		rec.closeIfBodyUnread()
 		rec.facts.status = http.StatusOK
 	}
 	n, err := rec.ResponseWriter.Write(p)
 	rec.facts.bytes += int64(n)
+	return n, err
+}
+
+// closeIfBodyUnread ends the connection with this answer when the request
+// declared a body that was not read to its end (a 401, a route that takes
+// no body, a body refused by its declared size). Otherwise net/http would
+// read the rest of it, up to 256 KiB, for as long as the read timeout
+// allows, before the connection could be used again: a client without a
+// key could hold a finished 16 KiB header block that way, on every
+// connection, by sending its body a byte at a time. The past read deadline
+// makes that read fail at once, and net/http then closes the connection.
+func (rec *accessRecorder) closeIfBodyUnread() {
+	if rec.body == nil || rec.body.done {
+		return
+	}
+	rec.ResponseWriter.Header().Set("Connection", "close")
+	http.NewResponseController(rec.ResponseWriter).SetReadDeadline(time.Now())
+}
+
+// bodyWatch is a request body that notes when it was read to its end.
+type bodyWatch struct {
+	io.ReadCloser
+	left int64 // bytes declared and not read yet; -1 when not declared (chunked)
+	done bool  // read to the end
+}
+
+func (b *bodyWatch) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if err == io.EOF || b.left == 0 {
+		b.done = true
+	}
 	return n, err
 }
 
@@ -85,8 +123,9 @@ func (rec *accessRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWri
 // requestState is everything logRequests makes for one request, allocated
 // at once.
 type requestState struct {
-	rec accessRecorder
-	ctx requestContext
+	rec  accessRecorder
+	ctx  requestContext
+	body bodyWatch
 }
 
 // logRequests gives every request an id (a sane incoming X-Request-Id, or a
@@ -114,11 +153,18 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 		st.rec.requestID[0] = id
 		w.Header()["X-Request-Id"] = st.rec.requestID[:]
 		r = r.WithContext(&st.ctx)
+		if r.ContentLength != 0 {
+			st.body = bodyWatch{ReadCloser: r.Body, left: r.ContentLength}
+			st.rec.body, r.Body = &st.body, &st.body
+		}
 		// Logged in a defer: a handler that panics after its answer began
 		// is aborted (see recoverPanics), and its line is written all the
 		// same.
 		defer logRequest(access, log, metrics, r, facts, start)
 		next.ServeHTTP(&st.rec, r)
+		if facts.status == 0 { // net/http writes the answer now
+			st.rec.closeIfBodyUnread()
+		}
 	})
 }
 
