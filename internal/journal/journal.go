@@ -154,7 +154,7 @@ func (e brokenError) Unwrap() []error { return []error{e.err, ErrBroken} }
 // too, and a line that reaches blocks given ahead but never written
 // (fallocate) makes it write their conversion. With a few dozen bytes per
 // line that is most of what a write costs (see docs/performance.md,
-// "Durable writes"). Where the zeros cannot be written (a full disk) the
+// "Design notes"). Where the zeros cannot be written (a full disk) the
 // journal goes without: lines lengthen the file, and fdatasync writes its
 // new length too. The next try is reserveAhead bytes later, and the write
 // itself reports what matters.
