@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"petstore/internal/rawjson"
 	"strconv"
 	"sync"
 	"time"
@@ -63,11 +64,11 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":"INFO","msg":"request","method":`...)
-	b = appendLogString(b, l.method)
+	b = rawjson.AppendLogString(b, l.method)
 	b = append(b, `,"route":`...)
-	b = appendLogString(b, l.route)
+	b = rawjson.AppendLogString(b, l.route)
 	b = append(b, `,"path":`...)
-	b = appendLogString(b, l.path)
+	b = rawjson.AppendLogString(b, l.path)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(l.status), 10)
 	b = append(b, `,"bytes":`...)
@@ -75,7 +76,7 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	b = append(b, `,"duration_ms":`...)
 	b = appendLogFloat(b, l.duration)
 	b = append(b, `,"request_id":`...)
-	b = appendLogString(b, l.requestID)
+	b = rawjson.AppendLogString(b, l.requestID)
 	if l.keyed {
 		b = append(b, `,"key":"`...)
 		b = l.key.appendFingerprint(b)
@@ -83,7 +84,7 @@ func (l *accessLine) appendJSON(b []byte) []byte {
 	}
 	if l.err != "" {
 		b = append(b, `,"error":`...)
-		b = appendLogString(b, l.err)
+		b = rawjson.AppendLogString(b, l.err)
 	}
 	return append(b, "}\n"...)
 }

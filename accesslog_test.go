@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"petstore/internal/rawjson"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func FuzzAccessLine(f *testing.F) {
 		if want := slogLine(t, l); got != want {
 			t.Errorf("access line differs from slog's:\n got %q\nwant %q", got, want)
 		}
-		if strings.ContainsFunc(got, isHiddenControl) {
+		if strings.ContainsFunc(got, rawjson.HiddenControl) {
 			t.Errorf("access line holds a control or bidirectional control raw: %q", got)
 		}
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
 	"unicode"
@@ -37,10 +38,10 @@ func (c Category) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendInt(dst, c.ID, 10)
 	dst = append(dst, `,"name":`...)
-	dst = appendJSONString(dst, c.Name)
+	dst = rawjson.AppendString(dst, c.Name)
 	if c.HasDescription {
 		dst = append(dst, `,"description":`...)
-		dst = appendJSONString(dst, c.Description)
+		dst = rawjson.AppendString(dst, c.Description)
 	}
 	return append(dst, '}')
 }
@@ -97,7 +98,7 @@ func hasProblem(problems []problem, code string) bool {
 // or an error that names what is wrong with it: every bad field, and the
 // unknown members up to maxProblemsListed problems in all. The members have
 // distinct names (decodeJSONObject refuses duplicates).
-func parseNewCategory(members []member) (NewCategory, error) {
+func parseNewCategory(members []rawjson.Member) (NewCategory, error) {
 	var (
 		nc                   NewCategory
 		nameValue, descValue []byte
@@ -105,27 +106,27 @@ func parseNewCategory(members []member) (NewCategory, error) {
 		unknownCount         int
 	)
 	for _, m := range members {
-		switch m.name {
+		switch m.Name {
 		case "name":
-			nameValue = m.value
+			nameValue = m.Value
 		case "description":
-			descValue = m.value
+			descValue = m.Value
 		default:
 			// Only the listed ones cost a message: counting the others
 			// keeps a body of many members linear and cheap.
 			unknownCount++
 			if len(unknown) < maxProblemsListed {
-				unknown = append(unknown, m.name)
+				unknown = append(unknown, m.Name)
 			}
 		}
 	}
 
 	var fields []problem // at most one per field
 	switch {
-	case nameValue == nil || jsonKind(nameValue) == "null":
+	case nameValue == nil || rawjson.Kind(nameValue) == "null":
 		fields = append(fields, problem{codeMissingField, "name is required"})
-	case jsonKind(nameValue) != "string":
-		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + jsonKind(nameValue)})
+	case rawjson.Kind(nameValue) != "string":
+		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + rawjson.Kind(nameValue)})
 	default:
 		name, msg := decodeText("name", nameValue)
 		nc.Name = strings.TrimSpace(name)
@@ -138,7 +139,7 @@ func parseNewCategory(members []member) (NewCategory, error) {
 	}
 
 	if descValue != nil {
-		if kind := jsonKind(descValue); kind != "string" {
+		if kind := rawjson.Kind(descValue); kind != "string" {
 			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
 		} else {
 			desc, msg := decodeText("description", descValue)
@@ -171,10 +172,10 @@ func parseNewCategory(members []member) (NewCategory, error) {
 // escape into U+FFFD silently (and two names that differ only there would
 // then collide), so the raw text is checked first.
 func decodeText(field string, v []byte) (string, string) {
-	if r, ok := loneSurrogate(v); ok {
+	if r, ok := rawjson.LoneSurrogate(v); ok {
 		return "", fmt.Sprintf("%s must not contain a lone surrogate: the escape \\u%04x (%s) is not part of a UTF-16 pair", field, r, codePoint(r))
 	}
-	s, err := jsonString(v)
+	s, err := rawjson.String(v)
 	if err != nil { // v was validated as JSON already
 		return "", field + " is not a valid JSON string"
 	}

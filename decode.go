@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"petstore/internal/rawjson"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,7 @@ const maxBodyBytes = 1 << 20
 // request's API key, until the caller gives back what it returns, held,
 // with bodies.release, once it no longer needs the members, which hold
 // slices of them (also after an error).
-func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget) (members []member, held bodyHold, err error) {
+func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget) (members []rawjson.Member, held bodyHold, err error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, held, err
 	}
@@ -40,16 +41,16 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodyBudget
 	if err := checkJSONValue(body); err != nil {
 		return nil, held, err
 	}
-	members, err = objectMembers(body, make([]member, 0, 4))
-	if err == errNotObject {
-		return nil, held, apiErrorf(codeInvalidJSON, "request body must be a JSON object, got %s", jsonKind(bytes.TrimLeft(body, " \t\r\n")))
+	members, err = rawjson.Members(body, make([]rawjson.Member, 0, 4))
+	if err == rawjson.ErrNotObject {
+		return nil, held, apiErrorf(codeInvalidJSON, "request body must be a JSON object, got %s", rawjson.Kind(bytes.TrimLeft(body, " \t\r\n")))
 	}
 	if err != nil {
 		return nil, held, err
 	}
 	// Which of two values would count is anyone's guess (RFC 8259 section
 	// 4), so the body is malformed, whatever else is wrong with it.
-	if name, ok := duplicateMember(members); ok {
+	if name, ok := rawjson.DuplicateMember(members); ok {
 		return nil, held, apiErrorf(codeInvalidJSON, "request body has member %s more than once", quoteMemberName(name))
 	}
 	return members, held, nil

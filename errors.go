@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"petstore/internal/rawjson"
 	"strconv"
 )
 
@@ -108,19 +109,19 @@ const maxErrorText = 4 << 10
 func appendErrorBody(dst []byte, code, message string, status int) []byte {
 	start := len(dst)
 	dst = append(dst, `{"code":`...)
-	dst = appendJSONString(dst, code)
+	dst = rawjson.AppendString(dst, code)
 	dst = append(dst, `,"message":`...)
 	var tail [24]byte
 	end := strconv.AppendInt(append(tail[:0], `,"status":`...), int64(status), 10)
 	end = append(end, '}')
-	dst = appendJSONString(dst, cutQuoted(showControls(message), maxErrorText-(len(dst)-start)-len(end), false))
+	dst = rawjson.AppendString(dst, rawjson.CutQuoted(showControls(message), maxErrorText-(len(dst)-start)-len(end), false))
 	return append(dst, end...)
 }
 
 // logErrorText bounds the text of an error for the error member of an access
-// line, which both slog and accessLine write as appendLogString does.
+// line, which both slog and accessLine write as rawjson.AppendLogString does.
 func logErrorText(err error) string {
-	return cutQuoted(err.Error(), maxErrorText, true)
+	return rawjson.CutQuoted(err.Error(), maxErrorText, true)
 }
 
 // Header values shared by every response; net/http never modifies them.

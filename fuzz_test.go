@@ -661,28 +661,3 @@ func checkLookAlike(t *testing.T, env *testEnv, name, other string, always bool)
 	}
 	return rec.Code
 }
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{
-		"", "plain", "Dogs & Cats <3>", `"quoted" \back\slash/`,
-		"\x00\x01\x1f\x7f", "\b\f\n\r\t", "\u2028\u2029", "é ü 🐈 \U0010ffff",
-		"\xff", "\xc3\x28", "\xe2\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xef\xbf\xbd",
-		"a\xffb\u2028c<d", strings.Repeat("x", 300) + "\x00",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendJSONString(nil, s)
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatalf("json.Marshal(%q): %v", s, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("appendJSONString(%s):\n got %s\nwant %s", strconv.Quote(s), got, want)
-		}
-		// It appends: what dst held stays in front.
-		if prefixed := appendJSONString([]byte("prefix"), s); !bytes.Equal(prefixed, append([]byte("prefix"), want...)) {
-			t.Errorf("appendJSONString with a prefix: got %s, want prefix%s", prefixed, want)
-		}
-	})
-}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/rawjson"
 	"strings"
 	"sync"
 	"testing"
@@ -173,8 +174,8 @@ func checkErrorBody(t testing.TB, status int, header http.Header, body []byte) (
 	}
 	// Exactly these three members, once each (encoding/json has checked the
 	// syntax; counting them needs no second decoding).
-	if members, err := objectMembers(body, make([]member, 0, 4)); err != nil || len(members) != 3 ||
-		members[0].name == members[1].name || members[1].name == members[2].name || members[0].name == members[2].name {
+	if members, err := rawjson.Members(body, make([]rawjson.Member, 0, 4)); err != nil || len(members) != 3 ||
+		members[0].Name == members[1].Name || members[1].Name == members[2].Name || members[0].Name == members[2].Name {
 		t.Errorf("error body has members other than exactly code, message, status: %s", body)
 	}
 	if eb.Status != status {

@@ -3,6 +3,7 @@ package main
 import (
 	"hash/crc32"
 	"io"
+	"petstore/internal/rawjson"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -151,10 +152,10 @@ func (x *index) nameAt(i int) string {
 	if i > 0 {
 		start = x.items[i-1].end + 1
 	}
-	members, _ := objectMembers(x.list[start:x.items[i].end], make([]member, 0, 3))
+	members, _ := rawjson.Members(x.list[start:x.items[i].end], make([]rawjson.Member, 0, 3))
 	for _, m := range members {
-		if m.name == "name" {
-			name, _ := jsonString(m.value)
+		if m.Name == "name" {
+			name, _ := rawjson.String(m.Value)
 			return name
 		}
 	}

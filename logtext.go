@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"log/slog"
+	"petstore/internal/rawjson"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -19,31 +21,15 @@ const maxLogPath = 4 << 10
 
 // logPath is r.URL.Path as a log line carries it: cut on a character
 // boundary, with "…", once its JSON string would pass maxLogPath bytes.
-func logPath(path string) string { return cutQuoted(path, maxLogPath, true) }
-
-// isHiddenControl reports whether r is a control or bidirectional control
-// character that JSON encoding leaves raw: DEL, the C1 controls, and the
-// Bidi_Control characters (ALM, LRM, RLM, the embeddings and overrides
-// U+202A–U+202E, the isolates U+2066–U+2069).
-func isHiddenControl(r rune) bool {
-	switch {
-	case r < 0x7F:
-		return false
-	case r <= 0x9F:
-		return true
-	case r < 0x061C:
-		return false
-	}
-	return r == 0x061C || r == 0x200E || r == 0x200F || 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
-}
+func logPath(path string) string { return rawjson.CutQuoted(path, maxLogPath, true) }
 
 // newJSONLogger returns the logger of every line but the access lines:
-// slog's JSON, with isHiddenControl characters escaped.
+// slog's JSON, with rawjson.HiddenControl characters escaped.
 func newJSONLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(logEscaper{w}, nil))
 }
 
-// logEscaper writes JSON lines to w with each isHiddenControl character
+// logEscaper writes JSON lines to w with each rawjson.HiddenControl character
 // replaced by its \uXXXX escape. In JSON text they can only stand inside
 // strings, where the escape means the same character.
 type logEscaper struct{ w io.Writer }
@@ -64,9 +50,9 @@ func (e logEscaper) Write(p []byte) (int, error) {
 			continue
 		}
 		r, size := utf8.DecodeRune(p[i:])
-		if isHiddenControl(r) {
+		if rawjson.HiddenControl(r) {
 			out = append(out, p[start:i]...)
-			out = appendUnicodeEscape(out, r)
+			out = rawjson.AppendUnicodeEscape(out, r)
 			start = i + size
 		}
 		i += size
@@ -77,13 +63,8 @@ func (e logEscaper) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// appendUnicodeEscape appends \uXXXX for r, which is at most U+FFFF.
-func appendUnicodeEscape(dst []byte, r rune) []byte {
-	return append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
-}
-
 // showControls returns s with each control character (tab and line breaks
-// included) and each isHiddenControl character replaced by the text U+XXXX,
+// included) and each rawjson.HiddenControl character replaced by the text U+XXXX,
 // for a message that quotes what a client sent.
 func showControls(s string) string {
 	i := 0
@@ -97,11 +78,23 @@ func showControls(s string) string {
 	b.Grow(len(s) + 16)
 	b.WriteString(s[:i])
 	for _, r := range s[i:] {
-		if r < ' ' || isHiddenControl(r) {
+		if r < ' ' || rawjson.HiddenControl(r) {
 			b.WriteString(codePoint(r))
 		} else {
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// quoteMemberName quotes a member name taken from a request for a message:
+// control characters as U+XXXX and other invisible characters Go-escaped, so
+// that they show, and cut after 64 characters, so that the message stays
+// short.
+func quoteMemberName(name string) string {
+	const maxShown = 64
+	if utf8.RuneCountInString(name) > maxShown {
+		name = string([]rune(name)[:maxShown]) + "…"
+	}
+	return strconv.Quote(showControls(name))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"petstore/internal/rawjson"
 	"strings"
 	"testing"
 	"unicode"
@@ -18,7 +19,7 @@ var hiddenControls = []rune{0x7F, 0x80, 0x85, 0x9B, 0x9F, 0x061C, 0x200E, 0x200F
 func mustNotHoldRaw(t *testing.T, what string, text []byte) {
 	t.Helper()
 	for _, r := range string(text) {
-		if r < ' ' && r != '\n' || isHiddenControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+		if r < ' ' && r != '\n' || rawjson.HiddenControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			t.Errorf("%s holds %U raw: %.300q", what, r, text)
 		}
 	}
@@ -125,22 +126,6 @@ func TestSlogLinesEscapeControls(t *testing.T) {
 	for _, esc := range []string{`\u202e`, `\u0085`, `\u007f`, `\u2069`, `\u061c`, "日"} {
 		if !strings.Contains(buf.String(), esc) {
 			t.Errorf("line lacks %s: %s", esc, &buf)
-		}
-	}
-}
-
-// isHiddenControl is DEL, the C1 controls and Unicode's Bidi_Control set.
-func TestIsHiddenControl(t *testing.T) {
-	t.Parallel()
-	for r := rune(0); r <= unicode.MaxRune; r++ {
-		want := r >= 0x7F && r <= 0x9F || unicode.Is(unicode.Bidi_Control, r)
-		if got := isHiddenControl(r); got != want {
-			t.Errorf("isHiddenControl(%U): got %v, want %v", r, got, want)
-		}
-	}
-	for _, r := range hiddenControls {
-		if !isHiddenControl(r) {
-			t.Errorf("isHiddenControl(%U) is false", r)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"petstore/internal/rawjson"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,7 +114,7 @@ func marshalDocument(doc map[string]any) ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(appendJSONString(nil, k))
+		buf.Write(rawjson.AppendString(nil, k))
 		buf.WriteByte(':')
 		buf.Write(v)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"petstore/internal/rawjson"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -82,7 +83,7 @@ func parseRecord(line []byte) (Category, *keyRecord, error) {
 	if !json.Valid(line) || !utf8.Valid(line) {
 		return Category{}, nil, errors.New("not a valid JSON record")
 	}
-	members, err := objectMembers(line, make([]member, 0, 3))
+	members, err := rawjson.Members(line, make([]rawjson.Member, 0, 3))
 	if err != nil {
 		return Category{}, nil, errors.New("not a JSON object")
 	}
@@ -91,28 +92,28 @@ func parseRecord(line []byte) (Category, *keyRecord, error) {
 	var idem *keyRecord
 	for _, m := range members {
 		switch {
-		case m.name == "id" && !sawID && jsonKind(m.value) == "number":
-			id, ok := parseID(string(m.value))
+		case m.Name == "id" && !sawID && rawjson.Kind(m.Value) == "number":
+			id, ok := parseID(string(m.Value))
 			if !ok {
-				return Category{}, nil, fmt.Errorf("id %s is not a positive integer", m.value)
+				return Category{}, nil, fmt.Errorf("id %s is not a positive integer", m.Value)
 			}
 			c.ID, sawID = id, true
-		case m.name == "name" && !sawName && jsonKind(m.value) == "string":
-			c.Name, err = jsonString(m.value)
+		case m.Name == "name" && !sawName && rawjson.Kind(m.Value) == "string":
+			c.Name, err = rawjson.String(m.Value)
 			sawName = err == nil && c.Name != ""
-		case m.name == "description" && !c.HasDescription && jsonKind(m.value) == "string":
-			c.Description, err = jsonString(m.value)
+		case m.Name == "description" && !c.HasDescription && rawjson.Kind(m.Value) == "string":
+			c.Description, err = rawjson.String(m.Value)
 			c.HasDescription = err == nil
-		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "array":
-			if idem, err = parseKeyRecord(m.value); err != nil {
+		case m.Name == "idempotency" && idem == nil && rawjson.Kind(m.Value) == "array":
+			if idem, err = parseKeyRecord(m.Value); err != nil {
 				return Category{}, nil, err
 			}
-		case m.name == "idempotency" && idem == nil && jsonKind(m.value) == "object":
-			if idem, err = parseKeyRecordV2(m.value); err != nil {
+		case m.Name == "idempotency" && idem == nil && rawjson.Kind(m.Value) == "object":
+			if idem, err = parseKeyRecordV2(m.Value); err != nil {
 				return Category{}, nil, err
 			}
 		default:
-			return Category{}, nil, fmt.Errorf("unexpected member %q", m.name)
+			return Category{}, nil, fmt.Errorf("unexpected member %q", m.Name)
 		}
 	}
 	if !sawID || !sawName {
@@ -132,11 +133,11 @@ type keyRecord struct {
 // request is kept: it is the category on the same line.
 func parseKeyRecord(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not ["<key id>",<Unix seconds>] as petstore writes it`)
-	elems, err := arrayElements(v)
-	if err != nil || len(elems) != 2 || jsonKind(elems[0]) != "string" || jsonKind(elems[1]) != "number" {
+	elems, err := rawjson.Elements(v)
+	if err != nil || len(elems) != 2 || rawjson.Kind(elems[0]) != "string" || rawjson.Kind(elems[1]) != "number" {
 		return nil, bad
 	}
-	text, err := jsonString(elems[0])
+	text, err := rawjson.String(elems[0])
 	var r keyRecord
 	if err != nil || base64.RawURLEncoding.EncodedLen(len(r.id)) != len(text) {
 		return nil, bad
@@ -158,7 +159,7 @@ func parseKeyRecord(v []byte) (*keyRecord, error) {
 // same line is the request.
 func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	bad := errors.New(`the "idempotency" member is not {"id","request","at"} as format version 2 wrote it`)
-	members, err := objectMembers(v, make([]member, 0, 3))
+	members, err := rawjson.Members(v, make([]rawjson.Member, 0, 3))
 	if err != nil || len(members) != 3 {
 		return nil, bad
 	}
@@ -166,7 +167,7 @@ func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	var request [16]byte
 	var seen [3]bool
 	hex16 := func(dst []byte, v []byte) bool {
-		text, err := jsonString(v)
+		text, err := rawjson.String(v)
 		if err != nil || len(text) != 2*len(dst) {
 			return false // hex.Decode would write past dst
 		}
@@ -175,12 +176,12 @@ func parseKeyRecordV2(v []byte) (*keyRecord, error) {
 	}
 	for _, m := range members {
 		switch {
-		case m.name == "id" && jsonKind(m.value) == "string" && hex16(r.id[:], m.value):
+		case m.Name == "id" && rawjson.Kind(m.Value) == "string" && hex16(r.id[:], m.Value):
 			seen[0] = true
-		case m.name == "request" && jsonKind(m.value) == "string" && hex16(request[:], m.value):
+		case m.Name == "request" && rawjson.Kind(m.Value) == "string" && hex16(request[:], m.Value):
 			seen[1] = true
-		case m.name == "at" && jsonKind(m.value) == "number":
-			ms, err := strconv.ParseInt(string(m.value), 10, 64)
+		case m.Name == "at" && rawjson.Kind(m.Value) == "number":
+			ms, err := strconv.ParseInt(string(m.Value), 10, 64)
 			if err != nil {
 				return nil, bad
 			}

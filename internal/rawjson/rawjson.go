@@ -1,31 +1,29 @@
-package main
+// Package rawjson is the small amount of JSON handling petstore does by
+// hand: it writes strings byte for byte as encoding/json (and slog) do, so
+// that cached answers need no reflection, and it walks the members of an
+// object already validated as JSON (encoding/json matches member names
+// case-insensitively, and the API requires exact names, duplicates caught
+// and every problem named: docs/api.md, "Category rules").
+package rawjson
 
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"unicode/utf8"
 )
 
-// This file holds the small amount of JSON handling petstore does by hand:
-// writing strings exactly as encoding/json would (so cached answers need no
-// reflection), and walking the members of an already validated top-level
-// object (encoding/json matches member names case-insensitively, and the API
-// requires exact names, duplicates caught and every problem named:
-// docs/api.md, "Category rules").
-
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string, byte for byte as json.Marshal
+// AppendString appends s as a JSON string, byte for byte as json.Marshal
 // writes it: HTML-safe, U+2028 and U+2029 escaped, invalid UTF-8 replaced.
-func appendJSONString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
+func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
 
-// appendLogString appends s as a JSON string, byte for byte as the
-// loggers of newJSONLogger write it: like json.Marshal, except that <, > and
+// AppendLogString appends s as a JSON string, byte for byte as the
+// service's JSON loggers write it: like json.Marshal, except that <, > and
 // & are not escaped, \b and \f are written as \u0008 and \u000c (slog's
 // JSONHandler), and DEL, the C1 controls and the bidirectional controls as
-// \uXXXX (logEscaper).
-func appendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
+// \uXXXX (the service's log writer).
+func AppendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
 
 func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 	dst = append(dst, '"')
@@ -66,9 +64,9 @@ func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' || slogStyle && isHiddenControl(r) {
+		if r == '\u2028' || r == '\u2029' || slogStyle && HiddenControl(r) {
 			dst = append(dst, s[start:i]...)
-			dst = appendUnicodeEscape(dst, r)
+			dst = AppendUnicodeEscape(dst, r)
 			i += size
 			start = i
 			continue
@@ -79,21 +77,21 @@ func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
 	return append(dst, '"')
 }
 
-// member is one name/value pair of a JSON object; value is the raw JSON text.
-type member struct {
-	name  string
-	value []byte
+// Member is one name/value pair of a JSON object; Value is the raw JSON text.
+type Member struct {
+	Name  string
+	Value []byte
 }
 
-var errNotObject = errors.New("not a JSON object")
+var ErrNotObject = errors.New("not a JSON object")
 
-// objectMembers returns the members of the JSON object in data, in order.
+// Members returns the members of the JSON object in data, in order.
 // data must already be known to be one valid JSON value (json.Valid); if that
-// value is not an object it returns errNotObject.
-func objectMembers(data []byte, buf []member) ([]member, error) {
+// value is not an object it returns ErrNotObject.
+func Members(data []byte, buf []Member) ([]Member, error) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return buf, errNotObject
+		return buf, ErrNotObject
 	}
 	i = skipSpace(data, i+1)
 	for i < len(data) && data[i] != '}' {
@@ -107,7 +105,7 @@ func objectMembers(data []byte, buf []member) ([]member, error) {
 		i = skipSpace(data, end)
 		i = skipSpace(data, i+1) // ':'
 		end = scanValue(data, i)
-		buf = append(buf, member{name: name, value: data[i:end]})
+		buf = append(buf, Member{Name: name, Value: data[i:end]})
 		i = skipSpace(data, end)
 		if i < len(data) && data[i] == ',' {
 			i = skipSpace(data, i+1)
@@ -116,15 +114,15 @@ func objectMembers(data []byte, buf []member) ([]member, error) {
 	return buf, nil
 }
 
-var errNotArray = errors.New("not a JSON array")
+var ErrNotArray = errors.New("not a JSON array")
 
-// arrayElements returns the elements of the JSON array in data, in order.
+// Elements returns the elements of the JSON array in data, in order.
 // data must already be known to be one valid JSON value (json.Valid); if
-// that value is not an array it returns errNotArray.
-func arrayElements(data []byte) ([][]byte, error) {
+// that value is not an array it returns ErrNotArray.
+func Elements(data []byte) ([][]byte, error) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
-		return nil, errNotArray
+		return nil, ErrNotArray
 	}
 	var elems [][]byte
 	for i = skipSpace(data, i+1); i < len(data) && data[i] != ']'; {
@@ -202,8 +200,8 @@ func scanValue(data []byte, i int) int {
 	return i
 }
 
-// jsonString decodes the raw JSON value v, which must be a string.
-func jsonString(v []byte) (string, error) {
+// String decodes the raw JSON value v, which must be a string.
+func String(v []byte) (string, error) {
 	for _, b := range v[1 : len(v)-1] {
 		if b == '\\' {
 			var s string
@@ -214,8 +212,8 @@ func jsonString(v []byte) (string, error) {
 	return string(v[1 : len(v)-1]), nil
 }
 
-// jsonKind names the JSON type of the raw value v, for messages.
-func jsonKind(v []byte) string {
+// Kind names the JSON type of the raw value v, for messages.
+func Kind(v []byte) string {
 	switch v[0] {
 	case '"':
 		return "string"
@@ -231,11 +229,11 @@ func jsonKind(v []byte) string {
 	return "number"
 }
 
-// loneSurrogate returns the first \u escape in the raw JSON string v that is
+// LoneSurrogate returns the first \u escape in the raw JSON string v that is
 // a UTF-16 surrogate outside a pair (a high one not followed at once by a
 // \u escape of a low one, or a low one alone), and whether there is one.
 // v must be a valid JSON string, quotes included.
-func loneSurrogate(v []byte) (rune, bool) {
+func LoneSurrogate(v []byte) (rune, bool) {
 	for i := 1; i < len(v)-1; i++ {
 		if v[i] != '\\' {
 			continue
@@ -279,17 +277,17 @@ func hex4(h []byte) rune {
 	return r
 }
 
-// duplicateMember returns a name that members holds more than once, and
+// DuplicateMember returns a name that members holds more than once, and
 // whether there is one.
-func duplicateMember(members []member) (string, bool) {
+func DuplicateMember(members []Member) (string, bool) {
 	// A handful of members is compared pairwise; a long list goes through a
 	// map, so that a 1 MiB body of tiny members costs linear time.
 	const pairwiseUpTo = 16
 	if len(members) <= pairwiseUpTo {
 		for i := range members {
 			for _, other := range members[:i] {
-				if other.name == members[i].name {
-					return members[i].name, true
+				if other.Name == members[i].Name {
+					return members[i].Name, true
 				}
 			}
 		}
@@ -297,30 +295,18 @@ func duplicateMember(members []member) (string, bool) {
 	}
 	seen := make(map[string]struct{}, len(members))
 	for _, m := range members {
-		if _, ok := seen[m.name]; ok {
-			return m.name, true
+		if _, ok := seen[m.Name]; ok {
+			return m.Name, true
 		}
-		seen[m.name] = struct{}{}
+		seen[m.Name] = struct{}{}
 	}
 	return "", false
 }
 
-// quoteMemberName quotes a member name taken from a request for a message:
-// control characters as U+XXXX and other invisible characters Go-escaped, so
-// that they show, and cut after 64 characters, so that the message stays
-// short.
-func quoteMemberName(name string) string {
-	const maxShown = 64
-	if utf8.RuneCountInString(name) > maxShown {
-		name = string([]rune(name)[:maxShown]) + "…"
-	}
-	return strconv.Quote(showControls(name))
-}
-
-// cutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)
+// CutQuoted returns s, or if the JSON string appendQuoted(s, slogStyle)
 // writes would take more than max bytes (quotes included), the longest
 // prefix of s that ends on a character boundary and, followed by "…", fits.
-func cutQuoted(s string, max int, slogStyle bool) string {
+func CutQuoted(s string, max int, slogStyle bool) string {
 	const ellipsis = "…"   // written as is by both styles
 	if 2+6*len(s) <= max { // no byte takes more than 6 once escaped
 		return s
@@ -339,4 +325,25 @@ func cutQuoted(s string, max int, slogStyle bool) string {
 		}
 	}
 	return s
+}
+
+// HiddenControl reports whether r is a control or bidirectional control
+// character that JSON encoding leaves raw: DEL, the C1 controls, and the
+// Bidi_Control characters (ALM, LRM, RLM, the embeddings and overrides
+// U+202A–U+202E, the isolates U+2066–U+2069).
+func HiddenControl(r rune) bool {
+	switch {
+	case r < 0x7F:
+		return false
+	case r <= 0x9F:
+		return true
+	case r < 0x061C:
+		return false
+	}
+	return r == 0x061C || r == 0x200E || r == 0x200F || 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
+}
+
+// AppendUnicodeEscape appends \uXXXX for r, which is at most U+FFFF.
+func AppendUnicodeEscape(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xF], hexDigits[r>>8&0xF], hexDigits[r>>4&0xF], hexDigits[r&0xF])
 }
