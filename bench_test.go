@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -135,7 +136,7 @@ func benchEnv(b *testing.B, n int) *testEnv {
 	b.Helper()
 	env := newTestEnv(b, withLogTo(io.Discard))
 	for i := range n {
-		if _, err := env.store.Create(context.Background(), NewCategory{Name: benchName(i + 1)}); err != nil {
+		if _, err := env.store.Create(context.Background(), catalog.NewCategory{Name: benchName(i + 1)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -243,7 +244,7 @@ func writeBenchJournal(b *testing.B, path string, n int) {
 	buf := make([]byte, 0, 48*n)
 	buf = append(buf, journalHeader+"\n"...)
 	for i := 1; i <= n; i++ {
-		buf = append((Category{ID: int64(i), Name: benchName(i)}).appendJSON(buf), '\n')
+		buf = append((catalog.Category{ID: int64(i), Name: benchName(i)}).AppendJSON(buf), '\n')
 	}
 	if err := os.WriteFile(path, buf, 0o600); err != nil {
 		b.Fatal(err)
@@ -266,7 +267,7 @@ func TestListAllocationsIndependentOfSize(t *testing.T) {
 	for _, n := range []int{10, 10_000} {
 		env := newTestEnv(t, withLogTo(io.Discard))
 		for i := range n {
-			if _, err := env.store.Create(context.Background(), NewCategory{Name: benchName(i + 1)}); err != nil {
+			if _, err := env.store.Create(context.Background(), catalog.NewCategory{Name: benchName(i + 1)}); err != nil {
 				t.Fatal(err)
 			}
 		}

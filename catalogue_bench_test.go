@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -18,14 +19,14 @@ import (
 // each take the most bytes a valid category can take on a journal line:
 // a name of 100 characters and a description of 1000, each character one
 // that JSON output escapes to 6 bytes (<, > and & as \u003c, \u003e, \u0026).
-func maximalCategory(i int) NewCategory {
+func maximalCategory(i int) catalog.NewCategory {
 	const six = "<>&"
 	var name strings.Builder
 	for n, d := i, 0; d < 100; d++ {
 		name.WriteByte(six[n%3])
 		n /= 3
 	}
-	return NewCategory{Name: name.String(), Description: strings.Repeat("<", 1000), HasDescription: true}
+	return catalog.NewCategory{Name: name.String(), Description: strings.Repeat("<", 1000), HasDescription: true}
 }
 
 // BenchmarkCatalogueWorstCase measures what a journal store holding
@@ -53,7 +54,7 @@ func BenchmarkCatalogueWorstCase(b *testing.B) {
 			defer wg.Done()
 			for i := w; i < n; i += 64 {
 				nc := maximalCategory(i)
-				nc.idem = newIdempotencyKey(scope, fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
+				nc.Key = catalog.NewIdempotencyKey(scope, fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
 				if _, err := fill.Create(context.Background(), nc); err != nil {
 					b.Errorf("create %d: %v", i, err)
 					return

@@ -2,49 +2,13 @@ package main
 
 import (
 	"fmt"
+	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
-
-// Bounds from decisions.md, "Category rules".
-const (
-	maxNameLen        = 100  // code points, after trimming
-	maxDescriptionLen = 1000 // code points
-)
-
-// NewCategory is the request body of createCategory, validated: Name is
-// trimmed and follows checkName, Description follows checkDescription.
-type NewCategory struct {
-	Name           string
-	Description    string
-	HasDescription bool // an absent description stays absent in answers
-
-	idem *idempotencyKey // the create's Idempotency-Key, if it was sent one
-}
-
-// Category is a stored category.
-type Category struct {
-	ID             int64
-	Name           string
-	Description    string
-	HasDescription bool
-}
-
-// appendJSON appends c as the Category JSON object the API serves.
-func (c Category) appendJSON(dst []byte) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = strconv.AppendInt(dst, c.ID, 10)
-	dst = append(dst, `,"name":`...)
-	dst = rawjson.AppendString(dst, c.Name)
-	if c.HasDescription {
-		dst = append(dst, `,"description":`...)
-		dst = rawjson.AppendString(dst, c.Description)
-	}
-	return append(dst, '}')
-}
 
 // problem is one thing wrong with a request body.
 type problem struct {
@@ -98,9 +62,9 @@ func hasProblem(problems []problem, code string) bool {
 // or an error that names what is wrong with it: every bad field, and the
 // unknown members up to maxProblemsListed problems in all. The members have
 // distinct names (decodeJSONObject refuses duplicates).
-func parseNewCategory(members []rawjson.Member) (NewCategory, error) {
+func parseNewCategory(members []rawjson.Member) (catalog.NewCategory, error) {
 	var (
-		nc                   NewCategory
+		nc                   catalog.NewCategory
 		nameValue, descValue []byte
 		unknown              []string // the first maxProblemsListed
 		unknownCount         int
@@ -143,8 +107,8 @@ func parseNewCategory(members []rawjson.Member) (NewCategory, error) {
 			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
 		} else {
 			desc, msg := decodeText("description", descValue)
-			if n := utf8.RuneCountInString(desc); msg == "" && n > maxDescriptionLen {
-				msg = fmt.Sprintf("description must be at most %d characters, got %d", maxDescriptionLen, n)
+			if n := utf8.RuneCountInString(desc); msg == "" && n > catalog.MaxDescriptionLen {
+				msg = fmt.Sprintf("description must be at most %d characters, got %d", catalog.MaxDescriptionLen, n)
 			}
 			if msg == "" {
 				msg = checkDescription(desc)
@@ -193,9 +157,9 @@ var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 // invisible (default-ignorable) ones outside the places where they shape
 // what is shown (see ignorableAllowed), and at least one character that is
 // not a blank look-alike. These rules are for requests: replay keeps every
-// name an earlier version stored (see replayRecord).
+// name an earlier version stored (see catalog.ParseRecord).
 func checkName(name string) string {
-	if isPrintableASCII(name) && len(name) <= maxNameLen {
+	if isPrintableASCII(name) && len(name) <= catalog.MaxNameLen {
 		// Every printable ASCII character but the space is visible, and a
 		// trimmed name does not start with a space.
 		if name == "" {
@@ -207,8 +171,8 @@ func checkName(name string) string {
 	switch {
 	case n == 0:
 		return "name must not be empty or only white space"
-	case n > maxNameLen:
-		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", maxNameLen, n)
+	case n > catalog.MaxNameLen:
+		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", catalog.MaxNameLen, n)
 	}
 	visible := false
 	prev := rune(-1)  // the character before r, -1 at the start
@@ -420,36 +384,4 @@ func unknownFieldMessage(name string) string {
 		msg += ": member names are case-sensitive, did you mean " + strconv.Quote(strings.ToLower(name)) + "?"
 	}
 	return msg
-}
-
-// foldName returns the key under which name is unique: two names that
-// strings.EqualFold considers equal have the same key, and so have two that
-// differ only where one has a fullwidth form (U+FF01 to U+FF5E) and the
-// other the ASCII character it stands for ("ｄｏｇ" is "dog"). It is the key
-// of every store, so a change to it changes which names collide: replay
-// keeps both of two stored names that now collide (see replayRecord).
-func foldName(name string) string {
-	ascii := true
-	for i := 0; i < len(name); i++ {
-		if name[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return strings.ToLower(name)
-	}
-	// Map every rune to one representative of its simple-folding orbit (the
-	// equivalence strings.EqualFold uses): the lower case of its smallest
-	// member, which agrees with the ASCII path above.
-	return strings.Map(func(r rune) rune {
-		if 0xFF01 <= r && r <= 0xFF5E {
-			r -= 0xFF01 - '!'
-		}
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		return unicode.ToLower(least)
-	}, name)
 }

@@ -43,8 +43,11 @@ func checkReopens(t *testing.T, store Store, path string) {
 		t.Fatalf("Close: %v", err)
 	}
 	after := snapshotOf(t, openTestStore(t, path))
-	if !bytes.Equal(after.list, before.list) {
-		t.Errorf("list after reopening differs:\n got %s\nwant %s", after.list, before.list)
+	var got, want bytes.Buffer
+	after.WriteTo(&got)
+	before.WriteTo(&want)
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("list after reopening differs:\n got %s\nwant %s", &got, &want)
 	}
 	if after.ETag() != before.ETag() {
 		t.Errorf("ETag after reopening: got %s, want %s", after.ETag(), before.ETag())

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func loadLimits(getenv func(string) string, cfg *config) error {
 	cfg.maxCats = defaultMaxCategories
 	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
 		var ok bool
-		if cfg.maxCats, ok = parseID(v); !ok {
+		if cfg.maxCats, ok = catalog.ParseID(v); !ok {
 			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", textcut.Truncate(v, 40))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,10 +109,10 @@ func checkConsecutive(t *testing.T, list []categoryBody) {
 		if c.ID != int64(i+1) {
 			t.Fatalf("list[%d] has id %d, want %d: ids must be 1..N without gap or duplicate", i, c.ID, i+1)
 		}
-		if other, dup := names[foldName(c.Name)]; dup {
+		if other, dup := names[catalog.FoldName(c.Name)]; dup {
 			t.Fatalf("name %q is in the list twice (ids %d and %d)", c.Name, other, c.ID)
 		}
-		names[foldName(c.Name)] = c.ID
+		names[catalog.FoldName(c.Name)] = c.ID
 	}
 }
 
@@ -561,14 +562,14 @@ func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string) *e
 func TestEtcdLargeCategoriesReopen(t *testing.T) {
 	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "large")
-	desc := strings.Repeat("<", maxDescriptionLen) // 6 bytes of JSON each
+	desc := strings.Repeat("<", catalog.MaxDescriptionLen) // 6 bytes of JSON each
 	var wg sync.WaitGroup
 	errs := make(chan error, 600)
 	for i := range 600 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("big-%d", i), Description: desc, HasDescription: true})
+			_, err := s.Create(context.Background(), catalog.NewCategory{Name: fmt.Sprintf("big-%d", i), Description: desc, HasDescription: true})
 			errs <- err
 		}()
 	}
@@ -592,14 +593,14 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 	cluster := etcdtest.StartCluster(t)
 	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
-	k1 := newIdempotencyKey(scopeOf("aaaa0000"), "k1")
-	first, err := x.Create(context.Background(), NewCategory{Name: "dog", idem: k1})
+	k1 := catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
+	first, err := x.Create(context.Background(), catalog.NewCategory{Name: "dog", Key: k1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2 := newIdempotencyKey(scopeOf("bbbb1111"), "k2")
-	other := newCreateRequest(NewCategory{Name: "dog", idem: k2})
-	retry := newCreateRequest(NewCategory{Name: "dog", idem: k1})
+	k2 := catalog.NewIdempotencyKey(scopeOf("bbbb1111"), "k2")
+	other := newCreateRequest(catalog.NewCategory{Name: "dog", Key: k2})
+	retry := newCreateRequest(catalog.NewCategory{Name: "dog", Key: k1})
 	y.commit([]*createRequest{other, retry}) // as the group writer would, on y's writer goroutine's behalf
 	if retry.err != nil || retry.replayOf != first.id {
 		t.Errorf("the retry: err %v, replay of %d; want a replay of %d", retry.err, retry.replayOf, first.id)
@@ -614,9 +615,9 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
 	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "lease")
-	key := func(k, name string) NewCategory {
-		nc := NewCategory{Name: name}
-		nc.idem = newIdempotencyKey(scopeOf("aaaa0000"), k)
+	key := func(k, name string) catalog.NewCategory {
+		nc := catalog.NewCategory{Name: name}
+		nc.Key = catalog.NewIdempotencyKey(scopeOf("aaaa0000"), k)
 		return nc
 	}
 	if _, err := s.Create(context.Background(), key("k1", "one")); err != nil {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +224,7 @@ func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 	foreign := []string{
 		`{"id":999,"name":"not its key"}`,
 		`not JSON at all`,
-		`{"id":4,"name":"` + strings.Repeat("n", maxNameLen+1) + `"}`,
+		`{"id":4,"name":"` + strings.Repeat("n", catalog.MaxNameLen+1) + `"}`,
 		`{"id":5,"name":"extra","colour":"red"}`,
 	}
 	for i, v := range foreign {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"petstore/internal/catalog"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 					t.Errorf("id of %q: got %d, want %d", name, c.id, i+1)
 				}
 			}
-			_, err := s.Create(context.Background(), NewCategory{Name: "DOG"})
+			_, err := s.Create(context.Background(), catalog.NewCategory{Name: "DOG"})
 			var ae *apiError
 			if !errors.As(err, &ae) || ae.code != codeConflict {
 				t.Errorf("create DOG: got %v, want a conflict", err)
@@ -113,7 +114,7 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	f.Put("/p/counter", []byte("1"))
 	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
 	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
-	_, err := s.Create(context.Background(), NewCategory{Name: "dog"})
+	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
 	var ae *apiError
 	if !errors.As(err, &ae) || ae.code != codeConflict {
 		t.Fatalf("create dog: got %v, want a conflict", err)
@@ -184,7 +185,7 @@ func TestEtcdStoreFinalRefusal(t *testing.T) {
 	f, srv := etcdtest.NewFake(t, "3.6")
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
 	f.SetTxnFault(func(int) string { return "403" })
-	_, err := s.Create(context.Background(), NewCategory{Name: "dog"})
+	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
 	var ae *apiError
 	var ge *etcd.GatewayError
 	if err == nil || errors.As(err, &ae) || !errors.As(err, &ge) || ge.Code != 7 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/catalog"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -268,7 +269,7 @@ func judgeCreateBody(body []byte) createVerdict {
 		// null is not a string: an optional member is left out, not nulled.
 		desc = new(string)
 		if json.Unmarshal(raw, desc) != nil || string(raw) == "null" || hasLoneSurrogate(raw) ||
-			utf8.RuneCountInString(*desc) > maxDescriptionLen || strings.ContainsFunc(*desc, badDescriptionRune) {
+			utf8.RuneCountInString(*desc) > catalog.MaxDescriptionLen || strings.ContainsFunc(*desc, badDescriptionRune) {
 			v.codes[codeInvalidField] = true
 			fieldProblems++
 			v.mentions = append(v.mentions, "description")
@@ -375,7 +376,7 @@ func visibleRune(r rune) bool {
 // validName reports whether a trimmed name follows the decisions' rules.
 func validName(name string) bool {
 	runes := []rune(name)
-	if n := len(runes); n < 1 || n > maxNameLen {
+	if n := len(runes); n < 1 || n > catalog.MaxNameLen {
 		return false
 	}
 	visibleAt := func(i int) bool { return i >= 0 && i < len(runes) && visibleRune(runes[i]) }

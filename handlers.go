@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net/http"
+	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,7 +20,7 @@ func handleCategoryList(store Store) http.Handler {
 	// net/http takes header values as slices, and a list must not cost an
 	// allocation for each.
 	type listHeaders struct {
-		snap         *snapshot
+		snap         *catalog.Snapshot
 		etag, length []string
 	}
 	var latest atomic.Pointer[listHeaders]
@@ -86,7 +87,7 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 		if key != "" {
 			// Scoped to the API key that sent it: another client's key
 			// of the same text is another key.
-			nc.idem = newIdempotencyKey(factsOf(r).key, key)
+			nc.Key = catalog.NewIdempotencyKey(factsOf(r).key, key)
 		}
 		c, err := store.Create(r.Context(), nc)
 		if err != nil {
@@ -106,7 +107,7 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 func handleCategoryGet(store Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw := r.PathValue("id")
-		id, ok := parseID(raw)
+		id, ok := catalog.ParseID(raw)
 		if !ok {
 			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", showControls(textcut.Truncate(raw, 40))))
 			return

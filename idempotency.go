@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"net/http"
+	"petstore/internal/catalog"
 	"strings"
 	"sync"
 	"time"
@@ -97,33 +98,12 @@ func isSFToken(v string) bool {
 	return v != "" && sfTokenStart.has(v[0]) && sfTokenChars.all(v[1:])
 }
 
-// idempotencyKey is a key as a store keeps it: scoped to the API key that
-// sent it. Make one with newIdempotencyKey, which names it: a literal would
-// leave id zero.
-//
-// The scope is the whole digest of the API key, not its 8-hex fingerprint:
-// 32 bits are few enough that another client could hold a key of the same
-// fingerprint, and so answer or block this one's retries.
-type idempotencyKey struct {
-	scope keyDigest     // of the API key
-	key   string        // as the client sent it
-	id    idempotencyID // names the key in the table and the journal
-}
-
-// newIdempotencyKey returns the key sent by the API key whose digest is
-// scope.
-func newIdempotencyKey(scope keyDigest, key string) *idempotencyKey {
-	return &idempotencyKey{scope: scope, key: key, id: keyID(scope, key)}
-}
-
 // replayOrRefuse answers a create with a key that made category id, whose
 // JSON is made, before: again, if nc asks for what that create asked for
 // (categories never change, so the category is the request it was made
 // from, validated), or idempotency_key_reused.
-func replayOrRefuse(nc NewCategory, id int64, made []byte) (created, error) {
-	var buf [512]byte // the usual category fits: no allocation
-	asked := Category{ID: id, Name: nc.Name, Description: nc.Description, HasDescription: nc.HasDescription}.appendJSON(buf[:0])
-	if string(asked) != string(made) {
+func replayOrRefuse(nc catalog.NewCategory, id int64, made []byte) (created, error) {
+	if !nc.SameAs(made, id) {
 		return created{}, errIdempotencyKeyReused
 	}
 	return created{id: id, json: made, replayed: true}, nil
@@ -136,7 +116,7 @@ func replayOrRefuse(nc NewCategory, id int64, made []byte) (created, error) {
 // the category, and so that claims read the same to every version.
 // It is the first 16 bytes of a SHA-256: far more than enough to tell two
 // requests of one key apart, and half as much to store.
-func requestFingerprint(nc NewCategory) [16]byte {
+func requestFingerprint(nc catalog.NewCategory) [16]byte {
 	var buf [512]byte // the usual request fits: no allocation
 	b := append(buf[:0], nc.Name...)
 	if nc.HasDescription {
@@ -152,7 +132,7 @@ func requestFingerprint(nc NewCategory) [16]byte {
 // the category each made. It is safe for concurrent use.
 //
 // It keeps nothing of a key's request: a retry is compared with the
-// category its key made (see replayOrRefuse).
+// category its key made (see catalog.NewCategory.SameAs).
 //
 // Its maps hold no pointer: a key is known by a digest of its scope and
 // text, and its entry is a plain value, so that millions of keys (a day of
@@ -175,7 +155,7 @@ const (
 // keyShard is the keys of one shard, under its lock.
 type keyShard struct {
 	mu      sync.Mutex
-	entries map[idempotencyID]idempotencyEntry
+	entries map[catalog.KeyID]idempotencyEntry
 	// expiring lists the done keys in the order they expire: every key
 	// lives the same TTL, so that is the order they were done in (replay
 	// loads them in file order). Expired ones are dropped from its front
@@ -192,31 +172,12 @@ type keyShard struct {
 	_             [64]byte // a shard's lock is not on its neighbour's cache line
 }
 
-func (t *idempotencyTable) shard(id idempotencyID) *keyShard {
+func (t *idempotencyTable) shard(id catalog.KeyID) *keyShard {
 	return &t.shards[id[0]%keyShards]
 }
 
-// idempotencyID names a key within the API key that sent it: the first
-// 16 bytes of the SHA-256 of the scope and the key.
-//
-// Journals written when the scope was the 8-hex fingerprint hold ids of
-// that older form. They are read as before, but no request names them any
-// more: their keys lapse with the upgrade rather than at their TTL. That
-// is the safe side: a retry across the upgrade is processed afresh (names
-// are unique, so it gets 409, never a second category), while honouring
-// the old form would keep letting a key of the same fingerprint answer
-// for another's retries until the last old key expires.
-type idempotencyID [16]byte
-
-func keyID(scope keyDigest, key string) idempotencyID {
-	var buf [len(scope) + 1 + maxIdempotencyKey]byte
-	b := append(append(append(buf[:0], scope[:]...), 0), key...)
-	sum := sha256.Sum256(b)
-	return idempotencyID(sum[:16])
-}
-
 type expiringKey struct {
-	id      idempotencyID
+	id      catalog.KeyID
 	expires int64
 }
 
@@ -242,7 +203,7 @@ func newIdempotencyTable(ttl time.Duration, now func() time.Time) *idempotencyTa
 	}
 	t := &idempotencyTable{ttl: ttl, now: now}
 	for i := range t.shards {
-		t.shards[i].entries = make(map[idempotencyID]idempotencyEntry)
+		t.shards[i].entries = make(map[catalog.KeyID]idempotencyEntry)
 	}
 	return t
 }
@@ -252,22 +213,22 @@ type claimOutcome int
 
 const (
 	claimNew      claimOutcome = iota // the key is new: this create goes ahead
-	claimDone                         // done before: the id is its category's (see replayOrRefuse)
+	claimDone                         // done before: the id is its category's (see catalog.NewCategory.SameAs)
 	claimInFlight                     // a create with the key is under way
 )
 
 // claim looks up k: a new key is marked in flight, to be settled by done or
 // release.
-func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
+func (t *idempotencyTable) claim(k *catalog.IdempotencyKey) (claimOutcome, int64) {
 	now := t.now().UnixNano()
-	sh := t.shard(k.id)
+	sh := t.shard(k.ID)
 	sh.mu.Lock()
 	sh.dropExpired(now)
 	outcome, id := claimNew, int64(0)
-	e, ok := sh.entries[k.id]
+	e, ok := sh.entries[k.ID]
 	switch {
 	case !ok, !e.inFlight() && e.expires <= now: // expired: as if never seen
-		sh.entries[k.id] = idempotencyEntry{} // in flight
+		sh.entries[k.ID] = idempotencyEntry{} // in flight
 	case e.inFlight():
 		outcome = claimInFlight
 	default:
@@ -288,12 +249,12 @@ func (t *idempotencyTable) claim(k *idempotencyKey) (claimOutcome, int64) {
 }
 
 // done records that the create that claimed k made category id at created.
-func (t *idempotencyTable) done(k *idempotencyKey, id int64, created time.Time) {
-	t.doneID(k.id, id, created)
+func (t *idempotencyTable) done(k *catalog.IdempotencyKey, id int64, created time.Time) {
+	t.doneID(k.ID, id, created)
 }
 
 // doneID is done for a key known by its table id (as the journal keeps it).
-func (t *idempotencyTable) doneID(s idempotencyID, id int64, created time.Time) {
+func (t *idempotencyTable) doneID(s catalog.KeyID, id int64, created time.Time) {
 	expires := created.Add(t.ttl).UnixNano()
 	sh := t.shard(s)
 	sh.mu.Lock()
@@ -323,19 +284,19 @@ func (sh *keyShard) dropExpired(now int64) {
 
 // release forgets a claim whose create did not answer 201: a retry is
 // processed afresh.
-func (t *idempotencyTable) release(k *idempotencyKey) {
-	sh := t.shard(k.id)
+func (t *idempotencyTable) release(k *catalog.IdempotencyKey) {
+	sh := t.shard(k.ID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, ok := sh.entries[k.id]; ok && e.inFlight() {
-		delete(sh.entries, k.id)
+	if e, ok := sh.entries[k.ID]; ok && e.inFlight() {
+		delete(sh.entries, k.ID)
 	}
 }
 
 // load adds a key found in the journal, unless it has expired, or was
 // made more than a TTL in the future: a damaged time, whose expiry could
 // be past what Unix nanoseconds hold (or a clock set back by a TTL).
-func (t *idempotencyTable) load(s idempotencyID, id int64, created time.Time) {
+func (t *idempotencyTable) load(s catalog.KeyID, id int64, created time.Time) {
 	now := t.now()
 	if created.Add(t.ttl).After(now) && !created.After(now.Add(t.ttl)) {
 		t.doneID(s, id, created)

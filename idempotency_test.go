@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"petstore/internal/journal"
 	"regexp"
 	"runtime"
@@ -93,7 +94,7 @@ func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	k := *newIdempotencyKey(scopeOf("aaaa0000"), "k1")
+	k := *catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("first claim: got %v, want new", got)
 	}
@@ -108,7 +109,7 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, id := tab.claim(&k); got != claimDone || id != 7 {
 		t.Fatalf("a key done: got %v %d, want done, category 7", got, id)
 	}
-	otherScope := newIdempotencyKey(scopeOf("bbbb1111"), k.key)
+	otherScope := catalog.NewIdempotencyKey(scopeOf("bbbb1111"), k.Text)
 	if got, _ := tab.claim(otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
@@ -125,23 +126,23 @@ func TestIdempotencyTable(t *testing.T) {
 	if n, _ := tab.size(); n != 2 {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
-	old := newIdempotencyKey(scopeOf("cccc2222"), "old")
-	tab.load(old.id, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(newIdempotencyKey(scopeOf("cccc2222"), "old")); got != claimNew {
+	old := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")
+	tab.load(old.ID, 3, clock.now().Add(-2*time.Hour))
+	if got, _ := tab.claim(catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 	// A key made more than a TTL ahead of the clock is a damaged time
 	// (in the year 3000, its expiry in Unix nanoseconds would overflow):
 	// not loaded, rather than kept for ever or taken for one in flight.
 	for _, created := range []time.Time{clock.now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		future := newIdempotencyKey(scopeOf("cccc2222"), "future "+created.String())
-		tab.load(future.id, 4, created)
+		future := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "future "+created.String())
+		tab.load(future.ID, 4, created)
 		if got, _ := tab.claim(future); got != claimNew {
 			t.Errorf("a key loaded from %v: got %v, want new", created, got)
 		}
 	}
-	soon := newIdempotencyKey(scopeOf("cccc2222"), "soon")
-	tab.load(soon.id, 5, clock.now().Add(time.Minute)) // a clock set back a little
+	soon := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "soon")
+	tab.load(soon.ID, 5, clock.now().Add(time.Minute)) // a clock set back a little
 	if got, id := tab.claim(soon); got != claimDone || id != 5 {
 		t.Errorf("a key loaded from a minute ahead: got %v %d, want done, category 5", got, id)
 	}
@@ -311,7 +312,7 @@ func TestIdempotencyShardCompacts(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	var id idempotencyID // all in the shard of id[0] == 0
+	var id catalog.KeyID // all in the shard of id[0] == 0
 	for i := range 3000 {
 		id[1], id[2] = byte(i), byte(i>>8)
 		tab.load(id, int64(i+1), clock.now())
@@ -322,7 +323,7 @@ func TestIdempotencyShardCompacts(t *testing.T) {
 	sh := tab.shard(id)
 	clock.advance(time.Hour - 30*time.Second) // between the two expiries
 	id[1], id[2] = 0xff, 0xff
-	if got, _ := tab.claim(&idempotencyKey{id: id}); got != claimNew {
+	if got, _ := tab.claim(&catalog.IdempotencyKey{ID: id}); got != claimNew {
 		t.Fatalf("claim: got %v, want new", got)
 	}
 	if n, queued := tab.size(); n != 1001 || queued != 1000 {
@@ -340,7 +341,7 @@ func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	tab := newIdempotencyTable(time.Hour, clock.now)
-	var id idempotencyID
+	var id catalog.KeyID
 	id[0] = 5
 	for i := range 100 {
 		id[1] = byte(i)
@@ -351,7 +352,7 @@ func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
 	claims := keyShards * sweepEvery
 	for i := range claims {
 		id[1], id[2] = byte(i), byte(i>>8)
-		if got, _ := tab.claim(&idempotencyKey{id: id}); got != claimNew {
+		if got, _ := tab.claim(&catalog.IdempotencyKey{ID: id}); got != claimNew {
 			t.Fatalf("claim %d: got %v, want new", i, got)
 		}
 	}
@@ -429,7 +430,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		if rec := keyedCreate(t, env, key, fmt.Sprintf(`{"name":"late%d"}`, late)); rec.Code != http.StatusCreated {
 			t.Fatalf("late create %d: %d", late, rec.Code)
 		}
-		hit[s.keys.shard(keyID(scope, key))] = true
+		hit[s.keys.shard(catalog.NewIdempotencyKey(scope, key).ID)] = true
 		if late > 10000 {
 			t.Fatalf("keys of %d creates fell on %d shards only", late, len(hit))
 		}
@@ -441,7 +442,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 
 // The journal format: a version-1 or version-2 file starts and is rewritten
 // to version 3; version-2 records with a key are read (their keys, scoped
-// by the API key's fingerprint, lapse: see idempotencyID);
+// by the API key's fingerprint, lapse: see catalog.KeyID);
 // a keyed create's record is written in the short version-3 form and its
 // key replays after a restart; a newer version is refused with a message
 // that says so.
@@ -450,7 +451,7 @@ func TestJournalFormatVersions(t *testing.T) {
 	// The version-2 record's key as petstore wrote it then: scoped by the
 	// API key's 8-hex fingerprint.
 	legacy := sha256.Sum256([]byte(keyDigest(sha256.Sum256([]byte(testKey))).fingerprint() + "\x00old-key"))
-	fp := requestFingerprint(NewCategory{Name: "bird"})
+	fp := requestFingerprint(catalog.NewCategory{Name: "bird"})
 	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(legacy[:16]) + `","request":"` +
 		hex.EncodeToString(fp[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
 	for _, tc := range []struct{ name, content string }{
@@ -568,7 +569,7 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		tab := newIdempotencyTable(time.Hour, nil)
 		now := time.Now()
 		for i := range n {
-			k := newIdempotencyKey(scopeOf("9f86d081"), fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
+			k := catalog.NewIdempotencyKey(scopeOf("9f86d081"), fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
 			tab.claim(k)
 			tab.done(k, int64(i+1), now)
 		}
@@ -582,23 +583,23 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 // category it made is that request, validated.
 func TestReplayOrRefuse(t *testing.T) {
 	t.Parallel()
-	made := Category{ID: 7, Name: "dog", Description: "loyal", HasDescription: true}.appendJSON(nil)
+	made := catalog.Category{ID: 7, Name: "dog", Description: "loyal", HasDescription: true}.AppendJSON(nil)
 	long := strings.Repeat("é", 600) // past replayOrRefuse's buffer
-	madeLong := Category{ID: 8, Name: "dog", Description: long, HasDescription: true}.appendJSON(nil)
+	madeLong := catalog.Category{ID: 8, Name: "dog", Description: long, HasDescription: true}.AppendJSON(nil)
 	for _, tc := range []struct {
 		name   string
-		nc     NewCategory
+		nc     catalog.NewCategory
 		id     int64
 		made   []byte
 		replay bool
 	}{
-		{"same", NewCategory{Name: "dog", Description: "loyal", HasDescription: true}, 7, made, true},
-		{"same, long", NewCategory{Name: "dog", Description: long, HasDescription: true}, 8, madeLong, true},
-		{"other name", NewCategory{Name: "Dog", Description: "loyal", HasDescription: true}, 7, made, false},
-		{"other description", NewCategory{Name: "dog", Description: "loyal!", HasDescription: true}, 7, made, false},
-		{"no description", NewCategory{Name: "dog"}, 7, made, false},
-		{"empty description", NewCategory{Name: "dog", HasDescription: true}, 7, made, false},
-		{"long against short", NewCategory{Name: "dog", Description: long, HasDescription: true}, 7, made, false},
+		{"same", catalog.NewCategory{Name: "dog", Description: "loyal", HasDescription: true}, 7, made, true},
+		{"same, long", catalog.NewCategory{Name: "dog", Description: long, HasDescription: true}, 8, madeLong, true},
+		{"other name", catalog.NewCategory{Name: "Dog", Description: "loyal", HasDescription: true}, 7, made, false},
+		{"other description", catalog.NewCategory{Name: "dog", Description: "loyal!", HasDescription: true}, 7, made, false},
+		{"no description", catalog.NewCategory{Name: "dog"}, 7, made, false},
+		{"empty description", catalog.NewCategory{Name: "dog", HasDescription: true}, 7, made, false},
+		{"long against short", catalog.NewCategory{Name: "dog", Description: long, HasDescription: true}, 7, made, false},
 	} {
 		got, err := replayOrRefuse(tc.nc, tc.id, tc.made)
 		switch {
@@ -608,11 +609,11 @@ func TestReplayOrRefuse(t *testing.T) {
 			t.Errorf("%s: got %+v, %v; want %v", tc.name, got, err, errIdempotencyKeyReused)
 		}
 	}
-	noDesc := Category{ID: 9, Name: "cat"}.appendJSON(nil)
-	if _, err := replayOrRefuse(NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != errIdempotencyKeyReused {
+	noDesc := catalog.Category{ID: 9, Name: "cat"}.AppendJSON(nil)
+	if _, err := replayOrRefuse(catalog.NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != errIdempotencyKeyReused {
 		t.Errorf(`an empty description against none: %v, want %v`, err, errIdempotencyKeyReused)
 	}
-	if got, err := replayOrRefuse(NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
+	if got, err := replayOrRefuse(catalog.NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
 		t.Errorf("no description against none: %+v, %v; want a replay", got, err)
 	}
 }
@@ -630,8 +631,8 @@ func TestIdempotencyScopeIsTheWholeDigest(t *testing.T) {
 	if a.fingerprint() != b.fingerprint() {
 		t.Fatalf("the two scopes must share their fingerprint")
 	}
-	ka, kb := newIdempotencyKey(a, "same-key"), newIdempotencyKey(b, "same-key")
-	if ka.id == kb.id {
+	ka, kb := catalog.NewIdempotencyKey(a, "same-key"), catalog.NewIdempotencyKey(b, "same-key")
+	if ka.ID == kb.ID {
 		t.Errorf("table and journal id: the same for two API keys of one fingerprint")
 	}
 	tab := newIdempotencyTable(time.Hour, nil)

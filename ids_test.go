@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func TestJournalIDsRunOutInABatch(t *testing.T) {
 	s.Close()
 
 	s2 := openTestStore(t, path)
-	if n, last := snapshotOf(t, s2).Len(), s2.idx.lastID(); n != 3 || last != math.MaxInt64 {
+	if n, last := snapshotOf(t, s2).Len(), s2.idx.LastID(); n != 3 || last != math.MaxInt64 {
 		t.Errorf("after restart: %d categories, last id %d; want 3, %d", n, last, int64(math.MaxInt64))
 	}
 }
@@ -113,8 +114,8 @@ func TestJournalIDsRunOutInABatch(t *testing.T) {
 func TestMemoryStoreIDsRunOut(t *testing.T) {
 	t.Parallel()
 	s := newMemoryStore(storeOptions{})
-	s.idx.add(foldName("old"), Category{ID: math.MaxInt64 - 1, Name: "old"}) // no API reaches the last ids in a test's time
-	s.idx.publish()
+	s.idx.Add(catalog.FoldName("old"), catalog.Category{ID: math.MaxInt64 - 1, Name: "old"}) // no API reaches the last ids in a test's time
+	s.idx.Publish()
 	env := newTestEnv(t, withStore(s))
 
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"petstore/internal/catalog"
 	"strings"
 	"testing"
 	"unicode"
@@ -233,19 +234,19 @@ func TestFoldNameFullwidth(t *testing.T) {
 	t.Parallel()
 	for r := rune(0xFF01); r <= 0xFF5E; r++ {
 		ascii := r - 0xFF01 + '!'
-		if got, want := foldName(string(r)), foldName(string(ascii)); got != want {
-			t.Errorf("foldName(%U): got %q, want %q, as for %q", r, got, want, ascii)
+		if got, want := catalog.FoldName(string(r)), catalog.FoldName(string(ascii)); got != want {
+			t.Errorf("FoldName(%U): got %q, want %q, as for %q", r, got, want, ascii)
 		}
 	}
 	for _, tt := range [][2]string{{"ｄｏｇ", "dog"}, {"ＤＯＧ", "dog"}, {"Ｄog！", "dog!"}, {"ǅｏｇ", "ǆog"}} {
-		if got, want := foldName(tt[0]), foldName(tt[1]); got != want {
-			t.Errorf("foldName(%q): got %q, want %q", tt[0], got, want)
+		if got, want := catalog.FoldName(tt[0]), catalog.FoldName(tt[1]); got != want {
+			t.Errorf("FoldName(%q): got %q, want %q", tt[0], got, want)
 		}
 	}
 	// Only U+FF01 to U+FF5E: the ideographic space and halfwidth forms stay.
 	for _, s := range []string{"\u3000", "\uff5f", "\uff61"} {
-		if got := foldName(s); got != s {
-			t.Errorf("foldName(%q): got %q, want it unchanged", s, got)
+		if got := catalog.FoldName(s); got != s {
+			t.Errorf("FoldName(%q): got %q, want it unchanged", s, got)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"petstore/internal/catalog"
 	"time"
 )
 
@@ -20,15 +21,15 @@ import (
 // stored as they were.
 type Store interface {
 	// List returns every category, sorted by id.
-	List(ctx context.Context) (*snapshot, error)
+	List(ctx context.Context) (*catalog.Snapshot, error)
 	// Get returns the JSON of one category, or errNotFound.
 	Get(ctx context.Context, id int64) ([]byte, error)
 	// Create stores a new category and returns its id and JSON. A name
 	// taken already, ignoring case, is a conflict *apiError. With an
-	// Idempotency-Key (nc.idem), the key is stored in the same durable
+	// Idempotency-Key (nc.Key), the key is stored in the same durable
 	// write as the category; a key stored before answers that create again
 	// (replayed), or refuses: idempotency_key_reused, idempotency_key_in_use.
-	Create(ctx context.Context, nc NewCategory) (created, error)
+	Create(ctx context.Context, nc catalog.NewCategory) (created, error)
 	// Health returns why the store cannot take creates now, or nil. It
 	// never waits for a write.
 	Health() error
@@ -118,10 +119,10 @@ type created struct {
 
 // createRequest is one create on its way through a store.
 type createRequest struct {
-	nc   NewCategory
-	key  string    // foldName(nc.Name)
+	nc   catalog.NewCategory
+	key  string    // FoldName(nc.Name)
 	at   time.Time // when it was committed
-	cat  Category
+	cat  catalog.Category
 	body []byte
 	err  error
 	done chan struct{} // closed when the group writer is done with it
@@ -131,8 +132,8 @@ type createRequest struct {
 	replayOf int64
 }
 
-func newCreateRequest(nc NewCategory) *createRequest {
-	return &createRequest{nc: nc, key: foldName(nc.Name)}
+func newCreateRequest(nc catalog.NewCategory) *createRequest {
+	return &createRequest{nc: nc, key: catalog.FoldName(nc.Name)}
 }
 
 // assignBatch decides ids and uniqueness for a batch of creates against x,
@@ -141,20 +142,20 @@ func newCreateRequest(nc NewCategory) *createRequest {
 // Creates that would take the catalogue past maxCategories get
 // errQuotaExceeded. seen is scratch space. Nothing changes in x until
 // applyBatch.
-func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time, maxCategories int64) ([]byte, int) {
+func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time, maxCategories int64) ([]byte, int) {
 	clear(seen)
-	next := x.lastID()
+	next := x.LastID()
 	accepted := 0
 	// A key's time is its create's commit, rounded up to the second as the
 	// journal keeps it: it expires at the same time before and after a
 	// restart, and never sooner than the TTL after the create.
 	at := now.Add(time.Second - 1).Truncate(time.Second)
 	for _, req := range batch {
-		if _, dup := seen[req.key]; dup || x.has(req.key) {
+		if _, dup := seen[req.key]; dup || x.Has(req.key) {
 			req.err = errConflict(req.nc.Name)
 			continue
 		}
-		if int64(x.count()+accepted) >= maxCategories {
+		if int64(x.Len()+accepted) >= maxCategories {
 			req.err = errQuotaExceeded
 			continue
 		}
@@ -166,33 +167,33 @@ func assignBatch(x *index, batch []*createRequest, seen map[string]struct{}, rec
 		}
 		seen[req.key] = struct{}{}
 		next++
-		req.cat = Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		req.cat = catalog.Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
 		req.at = at
-		records = appendRecord(records, req)
+		records = catalog.AppendRecord(records, req.cat, req.nc.Key, req.at)
 		accepted++
 	}
 	return records, accepted
 }
 
 // applyBatch adds the accepted creates of a batch to x and publishes them.
-func applyBatch(x *index, batch []*createRequest) {
+func applyBatch(x *catalog.Index, batch []*createRequest) {
 	for _, req := range batch {
 		if req.err == nil {
-			req.body, _ = x.add(req.key, req.cat)
+			req.body, _ = x.Add(req.key, req.cat)
 		}
 	}
-	x.publish()
+	x.Publish()
 }
 
 // createKeyed runs a create of the memory or the journal store under its
 // Idempotency-Key, if it has one: a key the table knows is answered from
 // it; a new one is claimed for the create, and settled by its outcome.
 // commit makes the create durable (or refuses it).
-func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*createRequest)) (created, error) {
-	if k := nc.idem; k != nil {
+func createKeyed(keys *idempotencyTable, x *catalog.Index, nc catalog.NewCategory, commit func(*createRequest)) (created, error) {
+	if k := nc.Key; k != nil {
 		switch outcome, id := keys.claim(k); outcome {
 		case claimDone:
-			body, err := getFrom(x.snapshot(), id)
+			body, err := getFrom(x.Snapshot(), id)
 			if err != nil {
 				return created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %w", id, err)
 			}
@@ -203,7 +204,7 @@ func createKeyed(keys *idempotencyTable, x *index, nc NewCategory, commit func(*
 	}
 	req := newCreateRequest(nc)
 	commit(req)
-	if k := nc.idem; k != nil {
+	if k := nc.Key; k != nil {
 		if req.err != nil {
 			keys.release(k) // a create that failed stores nothing: a retry starts afresh
 		} else {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ import (
 // Keys, all under /PREFIX/:
 //
 //	counter                  the last id assigned, in decimal
-//	names/<foldName(name)>   {"id":N,"token":"…"}: claims the name
+//	names/<FoldName(name)>   {"id":N,"token":"…"}: claims the name
 //	categories/<id, 19 digits> the Category JSON exactly as the API serves it
 //
 // Writes: the creates waiting on this instance share one txn (group
@@ -78,7 +79,7 @@ type etcdStore struct {
 	// reads and the name checks of the writer goroutine. Readers take
 	// snapshots and never wait.
 	mu       sync.Mutex
-	idx      *index
+	idx      *catalog.Index
 	applied  int64         // the cache holds every category up to this revision
 	advanced chan struct{} // closed and replaced whenever the cache grows
 	catchMu  sync.Mutex    // one catch-up range read at a time
@@ -190,10 +191,10 @@ func (k etcdKeys) name(folded string) []byte {
 	return append(bytes.Clone(k.names), folded...)
 }
 
-func (k etcdKeys) idempotencyKey(ik *idempotencyKey) []byte {
-	key := hex.AppendEncode(bytes.Clone(k.idempotency), ik.scope[:])
+func (k etcdKeys) idempotencyKey(ik *catalog.IdempotencyKey) []byte {
+	key := hex.AppendEncode(bytes.Clone(k.idempotency), ik.Scope[:])
 	key = append(key, '/')
-	return append(key, ik.key...)
+	return append(key, ik.Text...)
 }
 
 // idOf returns the id in a category key, or false for another key.
@@ -250,7 +251,7 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 		seen:     make(map[string]struct{}),
 		refused:  make(map[string]struct{}),
 		flights:  make(map[int64]*readFlight),
-		idx:      newIndex(0, 0),
+		idx:      catalog.NewIndex(0, 0),
 		advanced: make(chan struct{}),
 
 		maxCategories: opts.maxCategories,
@@ -282,7 +283,7 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	go s.probeLoop(bgCtx)
 	s.w = newGroupWriter(etcdMaxBatch, s.commit, opts.onBatch)
 	s.log.Info("etcd: connected", "endpoints", strings.Join(cfg.endpoints, ","), "prefix", string(s.keys.root),
-		"categories", s.idx.snapshot().Len(), "revision", s.appliedRevision())
+		"categories", s.idx.Snapshot().Len(), "revision", s.appliedRevision())
 	return s, nil
 }
 
@@ -329,18 +330,18 @@ func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg etcdCon
 	}
 }
 
-func (s *etcdStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
+func (s *etcdStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
 // Get answers from the cache, and asks etcd for an id beyond it: a
 // Location from another instance can be followed here at once. An id that
 // cannot exist yet costs etcd nothing, and concurrent reads of one id share
 // one request.
 func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
-	snap := s.idx.snapshot()
-	if body, ok := snap.get(id); ok {
+	snap := s.idx.Snapshot()
+	if body, ok := snap.Get(id); ok {
 		return body, nil
 	}
-	if n := snap.Len(); n > 0 && id <= snap.items[n-1].id || id > s.idCeiling() {
+	if n := snap.Len(); n > 0 && id <= snap.LastID() || id > s.idCeiling() {
 		return nil, errNotFound // ids are never reused: a gap stays a gap
 	}
 	s.flightMu.Lock()
@@ -396,7 +397,7 @@ func (s *etcdStore) readRecord(ctx context.Context, id int64) ([]byte, error) {
 		s.refuse(key, err)
 		return nil, errNotFound
 	}
-	return c.appendJSON(nil), nil
+	return c.AppendJSON(nil), nil
 }
 
 // counterReading is the counter as read from etcd at a time.
@@ -427,7 +428,7 @@ func (s *etcdStore) idCeiling() int64 {
 	if r == nil || time.Since(r.at) > etcdCounterFresh {
 		return math.MaxInt64
 	}
-	base := max(r.value, s.idx.snapshot().lastIDOrZero())
+	base := max(r.value, s.idx.Snapshot().LastID())
 	if base > math.MaxInt64-etcdIDLead {
 		return math.MaxInt64
 	}
@@ -442,24 +443,25 @@ const maxRecordBytes = 16 << 10
 // record returns the category kv holds if petstore may serve it: a record
 // journal replay accepts, within the lengths every version's requests kept
 // to, whose id is its key's. Anything else was put there by another writer.
-func (s *etcdStore) record(kv etcd.KV) (Category, error) {
+func (s *etcdStore) record(kv etcd.KV) (catalog.Category, error) {
 	id, ok := s.keys.idOf(kv.Key)
 	if !ok {
-		return Category{}, errors.New("the key is not categories/ and an id of 19 digits")
+		return catalog.Category{}, errors.New("the key is not categories/ and an id of 19 digits")
 	}
 	if len(kv.Value) > maxRecordBytes {
-		return Category{}, fmt.Errorf("%d bytes, more than a category takes", len(kv.Value))
+		return catalog.Category{}, fmt.Errorf("%d bytes, more than a category takes", len(kv.Value))
 	}
-	c, _, err := parseRecord(kv.Value)
+	rec, err := catalog.ParseRecord(kv.Value)
+	c := rec.Category
 	switch {
 	case err != nil:
-		return Category{}, err
+		return catalog.Category{}, err
 	case c.ID != id:
-		return Category{}, fmt.Errorf("its id %d is not its key's", c.ID)
-	case utf8.RuneCountInString(c.Name) > maxNameLen:
-		return Category{}, fmt.Errorf("its name is longer than %d characters", maxNameLen)
-	case utf8.RuneCountInString(c.Description) > maxDescriptionLen:
-		return Category{}, fmt.Errorf("its description is longer than %d characters", maxDescriptionLen)
+		return catalog.Category{}, fmt.Errorf("its id %d is not its key's", c.ID)
+	case utf8.RuneCountInString(c.Name) > catalog.MaxNameLen:
+		return catalog.Category{}, fmt.Errorf("its name is longer than %d characters", catalog.MaxNameLen)
+	case utf8.RuneCountInString(c.Description) > catalog.MaxDescriptionLen:
+		return catalog.Category{}, fmt.Errorf("its description is longer than %d characters", catalog.MaxDescriptionLen)
 	}
 	return c, nil
 }
@@ -485,8 +487,8 @@ func (s *etcdStore) recordsRefused() uint64 { return s.refusedN.Load() }
 // create with an Idempotency-Key this instance knows is answered here; one
 // another instance made is found by the txn (its key's compare fails) and
 // answered with that create's category.
-func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error) {
-	if k := nc.idem; k != nil {
+func (s *etcdStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+	if k := nc.Key; k != nil {
 		// A key this instance knows is answered without a txn, also while
 		// it has no quorum, as long as its category is in the cache (it
 		// is, unless the watch fell behind: then Get reads etcd).
@@ -496,7 +498,7 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 		case claimInFlight:
 			return created{}, errIdempotencyKeyInUse
 		}
-		if s.nameCached(foldName(nc.Name)) {
+		if s.nameCached(catalog.FoldName(nc.Name)) {
 			defer s.idem.release(k)
 			return s.keyedTaken(ctx, nc)
 		}
@@ -509,7 +511,7 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 	}
 	req := newCreateRequest(nc)
 	s.w.do(req)
-	if k := nc.idem; k != nil {
+	if k := nc.Key; k != nil {
 		switch {
 		case req.err != nil, req.replayOf != 0:
 			// Failed: a retry starts afresh. Made elsewhere: etcd keeps
@@ -533,16 +535,16 @@ func (s *etcdStore) Create(ctx context.Context, nc NewCategory) (created, error)
 func (s *etcdStore) nameCached(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.idx.has(key)
+	return s.idx.Has(key)
 }
 
 // keyedTaken answers a keyed create of a name the cache holds. It cannot
 // create anything, but it may be the retry of the create that took the
 // name, made on another instance: the key tells, and is read, not written.
-func (s *etcdStore) keyedTaken(ctx context.Context, nc NewCategory) (created, error) {
+func (s *etcdStore) keyedTaken(ctx context.Context, nc catalog.NewCategory) (created, error) {
 	rctx, cancel := context.WithTimeout(ctx, 2*s.c.Timeout())
 	defer cancel()
-	r, err := s.c.Range(rctx, etcd.RangeRequest{Key: s.keys.idempotencyKey(nc.idem)})
+	r, err := s.c.Range(rctx, etcd.RangeRequest{Key: s.keys.idempotencyKey(nc.Key)})
 	if err != nil {
 		s.log.Warn("etcd: reading an Idempotency-Key failed", "err", err)
 		return created{}, errUnavailable
@@ -563,7 +565,7 @@ func (s *etcdStore) keyedTaken(ctx context.Context, nc NewCategory) (created, er
 // replay answers nc with category id, which an earlier create with the
 // same Idempotency-Key made, or refuses it if it asks for another
 // category (see replayOrRefuse).
-func (s *etcdStore) replay(ctx context.Context, nc NewCategory, id int64) (created, error) {
+func (s *etcdStore) replay(ctx context.Context, nc catalog.NewCategory, id int64) (created, error) {
 	made, err := s.Get(ctx, id)
 	if err != nil {
 		return created{}, err
@@ -573,7 +575,7 @@ func (s *etcdStore) replay(ctx context.Context, nc NewCategory, id int64) (creat
 
 // requestHex is the request fingerprint of nc in hex, as a key's claim in
 // etcd keeps it.
-func requestHex(nc NewCategory) string {
+func requestHex(nc catalog.NewCategory) string {
 	fp := requestFingerprint(nc)
 	return hex.EncodeToString(fp[:])
 }
@@ -582,14 +584,14 @@ func requestHex(nc NewCategory) string {
 // does not bring it within etcdCacheWait, the missing categories are read
 // with a range; if even that fails, c's own JSON is returned (it is
 // committed; only the list lags).
-func (s *etcdStore) awaitCached(c Category) []byte {
+func (s *etcdStore) awaitCached(c catalog.Category) []byte {
 	timer := time.NewTimer(etcdCacheWait)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		advanced := s.advanced
 		s.mu.Unlock()
-		if body, ok := s.idx.snapshot().get(c.ID); ok {
+		if body, ok := s.idx.Snapshot().Get(c.ID); ok {
 			return body
 		}
 		select {
@@ -600,11 +602,11 @@ func (s *etcdStore) awaitCached(c Category) []byte {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.c.Timeout())
 		err := s.catchUp(ctx)
 		cancel()
-		if body, ok := s.idx.snapshot().get(c.ID); ok {
+		if body, ok := s.idx.Snapshot().Get(c.ID); ok {
 			return body
 		}
 		s.log.Warn("etcd: a created category is not in the cache yet", "id", c.ID, "err", err)
-		return c.appendJSON(nil)
+		return c.AppendJSON(nil)
 	}
 }
 
@@ -761,7 +763,7 @@ func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
 	// Taken before the read: every id the cache holds then is at most the
 	// counter a quorum read gives after. One taken later may be a create
 	// of another instance made since.
-	last := s.idx.snapshot().lastIDOrZero()
+	last := s.idx.Snapshot().LastID()
 	if s.counterRefusal(n, last) == nil {
 		s.refusing = ""
 		return nil
@@ -861,17 +863,17 @@ func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate
 	for _, req := range batch {
 		_, dup := s.seen[req.key]
 		switch {
-		case dup && req.nc.idem != nil:
+		case dup && req.nc.Key != nil:
 			later = append(later, req) // one txn cannot claim a name twice
 			continue
-		case dup || req.nc.idem == nil && s.idx.has(req.key):
+		case dup || req.nc.Key == nil && s.idx.Has(req.key):
 			// A keyed create whose name is taken may be the retry of the
 			// create that took it, on another instance: the txn tells.
 			req.err = errConflict(req.nc.Name)
 			continue
 		}
 		s.seen[req.key] = struct{}{}
-		req.cat = Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		req.cat = catalog.Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
 		pending = append(pending, &pendingCreate{req: req, token: rand.Text()})
 	}
 	return pending, later
@@ -900,9 +902,9 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 			etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: s.keys.category(p.id), CreateRevision: &zero})
 		t.Success = append(t.Success,
 			etcd.Op{RequestPut: &etcd.PutRequest{Key: nameKey, Value: claim}},
-			etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.category(p.id), Value: p.req.cat.appendJSON(nil)}})
+			etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.category(p.id), Value: p.req.cat.AppendJSON(nil)}})
 		t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: nameKey}})
-		if k := p.req.nc.idem; k != nil {
+		if k := p.req.nc.Key; k != nil {
 			key := s.keys.idempotencyKey(k)
 			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: requestHex(p.req.nc)})
 			t.Compare = append(t.Compare, etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
@@ -942,7 +944,7 @@ func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]
 	for _, p := range pending {
 		name, key := ranges[next], (*etcd.RangeResponse)(nil)
 		next++
-		if p.req.nc.idem != nil {
+		if p.req.nc.Key != nil {
 			key = ranges[next]
 			next++
 		}
@@ -976,7 +978,7 @@ func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.Ra
 	want := 2 // the range above the counter, the counter
 	for _, p := range pending {
 		want++
-		if p.req.nc.idem != nil {
+		if p.req.nc.Key != nil {
 			want++
 		}
 	}
@@ -1039,7 +1041,7 @@ const etcdLeaseReuse = time.Minute
 func (s *etcdStore) ensureLease(ctx context.Context, pending []*pendingCreate) error {
 	keyed := false
 	for _, p := range pending {
-		keyed = keyed || p.req.nc.idem != nil
+		keyed = keyed || p.req.nc.Key != nil
 	}
 	if !keyed || s.lease.id != 0 && time.Since(s.lease.granted) < etcdLeaseReuse {
 		return nil
@@ -1129,7 +1131,7 @@ func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
 	defer s.mu.Unlock()
 	added := 0
 	for _, kv := range kvs {
-		if id, ok := s.keys.idOf(kv.Key); ok && id <= s.idx.lastID() {
+		if id, ok := s.keys.idOf(kv.Key); ok && id <= s.idx.LastID() {
 			continue
 		}
 		c, err := s.record(kv)
@@ -1137,14 +1139,14 @@ func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
 			s.refuse(kv.Key, err)
 			continue
 		}
-		s.idx.add(foldName(c.Name), c)
+		s.idx.Add(catalog.FoldName(c.Name), c)
 		added++
 	}
 	if rev > s.applied {
 		s.applied = rev
 	}
 	if added > 0 {
-		s.idx.publish()
+		s.idx.Publish()
 		close(s.advanced)
 		s.advanced = make(chan struct{})
 	}
@@ -1158,7 +1160,7 @@ func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
 func (s *etcdStore) catchUp(ctx context.Context) error {
 	s.catchMu.Lock()
 	defer s.catchMu.Unlock()
-	from := s.keys.category(s.idx.snapshot().lastIDOrZero() + 1)
+	from := s.keys.category(s.idx.Snapshot().LastID() + 1)
 	var rev int64
 	limit := int64(etcdPageSize)
 	for page := 0; page < math.MaxInt32; page++ {
@@ -1201,14 +1203,6 @@ func nextPageLimit(kvs []etcd.KV) int64 {
 	}
 	mean := max(size*4/3/max(len(kvs), 1), 1) // base64
 	return int64(min(max(etcdPageBytes/mean, 1), etcdPageSize))
-}
-
-// lastIDOrZero returns the greatest id in the snapshot, or 0.
-func (snap *snapshot) lastIDOrZero() int64 {
-	if len(snap.items) == 0 {
-		return 0
-	}
-	return snap.items[len(snap.items)-1].id
 }
 
 // watchLoop keeps the cache current: one watch of categories/ from the

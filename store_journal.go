@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"petstore/internal/catalog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ import (
 // creates that arrive while a write is under way share the next write and
 // sync (group commit).
 type journalStore struct {
-	idx  *index // written by the group writer's goroutine only
+	idx  *catalog.Index // written by the group writer's goroutine only
 	j    *journal.File
 	w    *groupWriter
 	keys *idempotencyTable
@@ -43,19 +44,29 @@ type journalStore struct {
 // openJournalStore opens the journal at path and replays its records.
 func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 	keys := newIdempotencyTable(opts.idempotencyTTL, opts.now)
-	var idx *index
+	var idx *catalog.Index
 	var collisions []int // categories whose name folds like an earlier one's
 	apply := func(line []byte) error {
-		collides, err := replayRecord(idx, line, keys)
-		if collides {
-			collisions = append(collisions, len(idx.items)-1)
+		rec, err := catalog.ParseRecord(line)
+		if err != nil {
+			return err
 		}
-		return err
+		collides, err := idx.Append(rec.Category)
+		if err != nil {
+			return err
+		}
+		if collides {
+			collisions = append(collisions, idx.Len()-1)
+		}
+		if rec.Key != nil {
+			keys.load(rec.Key.ID, rec.Category.ID, rec.Key.At)
+		}
+		return nil
 	}
 	j, err := journal.Open(path, apply, journal.Options{
 		ReadOnly: opts.readOnly,
 		Log:      opts.log,
-		Size:     func(lines, size int) { idx = newIndex(lines, size) },
+		Size:     func(lines, size int) { idx = catalog.NewIndex(lines, size) },
 	})
 	if err != nil {
 		return nil, err
@@ -63,7 +74,7 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 	if len(collisions) > 0 {
 		warnCollisions(idx, j.Path(), collisions, opts.log)
 	}
-	idx.publish()
+	idx.Publish()
 	if opts.maxCategories <= 0 {
 		opts.maxCategories = defaultMaxCategories
 	}
@@ -73,13 +84,13 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 	return s, nil
 }
 
-func (s *journalStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
+func (s *journalStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
 func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
-	return getFrom(s.idx.snapshot(), id)
+	return getFrom(s.idx.Snapshot(), id)
 }
 
-func (s *journalStore) Create(_ context.Context, nc NewCategory) (created, error) {
+func (s *journalStore) Create(_ context.Context, nc catalog.NewCategory) (created, error) {
 	return createKeyed(s.keys, s.idx, nc, s.w.do)
 }
 
@@ -132,13 +143,13 @@ const maxCollisionWarnings = 10
 // earlier lines costs one more pass over the names then and nothing
 // otherwise. Line numbers follow from positions: the header is line 1 and
 // every later line is one category.
-func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
+func warnCollisions(x *catalog.Index, path string, later []int, log *slog.Logger) {
 	first := make(map[string]int, len(later)) // folded name: position of its first category
 	for _, i := range later {
-		first[foldName(x.nameAt(i))] = -1
+		first[catalog.FoldName(x.NameAt(i))] = -1
 	}
-	for i := range x.items {
-		key := foldName(x.nameAt(i))
+	for i := range x.Len() {
+		key := catalog.FoldName(x.NameAt(i))
 		if f, ok := first[key]; ok && f < 0 {
 			first[key] = i
 		}
@@ -148,10 +159,10 @@ func warnCollisions(x *index, path string, later []int, log *slog.Logger) {
 			log.Warn("journal: more names are equal ignoring case to earlier ones; all are kept", "path", path, "more", len(later)-n)
 			return
 		}
-		name := x.nameAt(i)
-		f := first[foldName(name)]
+		name := x.NameAt(i)
+		f := first[catalog.FoldName(name)]
 		log.Warn("journal: two names are equal under this build's comparison of names (the case folding of its Unicode tables, fullwidth forms as ASCII), which the build that wrote them did not make; both are kept, and a new create of either is refused",
 			"line", path+":"+strconv.Itoa(i+2), "name", strconv.Quote(name),
-			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(x.nameAt(f)))
+			"earlier_line", path+":"+strconv.Itoa(f+2), "earlier_name", strconv.Quote(x.NameAt(f)))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"petstore/internal/catalog"
 	"sync"
 	"time"
 )
@@ -10,7 +11,7 @@ import (
 // nothing is written, and a restart starts empty. It is safe for
 // concurrent use: creates take a mutex, reads take a snapshot.
 type memoryStore struct {
-	idx  *index
+	idx  *catalog.Index
 	keys *idempotencyTable
 	now  func() time.Time
 	max  int64 // categories at most
@@ -30,17 +31,17 @@ func newMemoryStore(opts storeOptions) *memoryStore {
 	if opts.maxCategories <= 0 {
 		opts.maxCategories = defaultMaxCategories
 	}
-	return &memoryStore{idx: newIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now,
+	return &memoryStore{idx: catalog.NewIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now,
 		max: opts.maxCategories, seen: make(map[string]struct{})}
 }
 
-func (s *memoryStore) List(context.Context) (*snapshot, error) { return s.idx.snapshot(), nil }
+func (s *memoryStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
 func (s *memoryStore) Get(_ context.Context, id int64) ([]byte, error) {
-	return getFrom(s.idx.snapshot(), id)
+	return getFrom(s.idx.Snapshot(), id)
 }
 
-func (s *memoryStore) Create(_ context.Context, nc NewCategory) (created, error) {
+func (s *memoryStore) Create(_ context.Context, nc catalog.NewCategory) (created, error) {
 	return createKeyed(s.keys, s.idx, nc, s.commit)
 }
 
@@ -62,8 +63,8 @@ func (s *memoryStore) Health() error { return nil }
 func (s *memoryStore) Close() error { return nil }
 
 // getFrom returns the JSON of category id in snap, or errNotFound.
-func getFrom(snap *snapshot, id int64) ([]byte, error) {
-	if body, ok := snap.get(id); ok {
+func getFrom(snap *catalog.Snapshot, id int64) ([]byte, error) {
+	if body, ok := snap.Get(id); ok {
 		return body, nil
 	}
 	return nil, errNotFound

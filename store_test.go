@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"petstore/internal/catalog"
 	"petstore/internal/journal"
 	"strings"
 	"sync"
@@ -53,18 +53,18 @@ func withStoreLog(w io.Writer) func(*storeOptions) {
 // JSON answered is that category's.
 func mustStoreCreate(t *testing.T, s Store, name string) created {
 	t.Helper()
-	c, err := s.Create(context.Background(), NewCategory{Name: name})
+	c, err := s.Create(context.Background(), catalog.NewCategory{Name: name})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", name, err)
 	}
-	if want := string(Category{ID: c.id, Name: name}.appendJSON(nil)); string(c.json) != want || c.replayed {
+	if want := string(catalog.Category{ID: c.id, Name: name}.AppendJSON(nil)); string(c.json) != want || c.replayed {
 		t.Fatalf("Create(%q): got %s (replayed %v), want %s", name, c.json, c.replayed, want)
 	}
 	return c
 }
 
 // snapshotOf returns what s lists now.
-func snapshotOf(t testing.TB, s Store) *snapshot {
+func snapshotOf(t testing.TB, s Store) *catalog.Snapshot {
 	t.Helper()
 	snap, err := s.List(context.Background())
 	if err != nil {
@@ -84,7 +84,7 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "dir", "cats.jsonl")
 	s := openTestStore(t, path)
 	mustStoreCreate(t, s, "dog")
-	if _, err := s.Create(context.Background(), NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
+	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
 		t.Fatal(err)
 	}
 	mustStoreCreate(t, s, "Rabbit")
@@ -119,7 +119,7 @@ func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
 	if c := mustStoreCreate(t, s2, "hamster"); c.id != 4 {
 		t.Errorf("next id after reopen: got %d, want 4", c.id)
 	}
-	if _, err := s2.Create(context.Background(), NewCategory{Name: "DOG"}); err == nil {
+	if _, err := s2.Create(context.Background(), catalog.NewCategory{Name: "DOG"}); err == nil {
 		t.Errorf("uniqueness after reopen: creating DOG succeeded, want a conflict")
 	}
 }
@@ -197,7 +197,7 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 	if got := listString(t, s); got != before {
 		t.Errorf("list after failed write: got %s, want %s", got, before)
 	}
-	if got := s.idx.lastID(); got != 1 {
+	if got := s.idx.LastID(); got != 1 {
 		t.Errorf("id sequence after failed write: got %d, want 1", got)
 	}
 	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"rabbit"}`}), http.StatusInternalServerError, codeInternal)
@@ -258,7 +258,7 @@ func TestJournalGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Create(context.Background(), NewCategory{Name: fmt.Sprintf("name-%d", i)})
+			_, err := s.Create(context.Background(), catalog.NewCategory{Name: fmt.Sprintf("name-%d", i)})
 			errs <- err
 		}()
 	}
@@ -303,7 +303,7 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 func TestStoreCloseRefusesLaterCreates(t *testing.T) {
 	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
 	s.Close()
-	if _, err := s.Create(context.Background(), NewCategory{Name: "dog"}); err == nil {
+	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"}); err == nil {
 		t.Errorf("Create after Close succeeded")
 	}
 }
@@ -345,50 +345,4 @@ func TestExportLeavesTheJournalAlone(t *testing.T) {
 	if _, err := os.Stat(path + ".torn"); err == nil {
 		t.Errorf("-export wrote a .torn file")
 	}
-}
-
-// FuzzReplayRecord: whatever a record line holds, replay answers with the
-// category added (and at most its key) or an error that adds nothing,
-// never a panic.
-func FuzzReplayRecord(f *testing.F) {
-	key := strings.Repeat("A", 22)
-	for _, line := range []string{
-		`{"id":1,"name":"dog"}`,
-		`{"id":1,"name":"dog","description":"Loyal"}`,
-		`{"id":1,"name":"cat","idempotency":["` + key + `",1795455021]}`,
-		`{"id":1,"name":"cat","idempotency":[ "` + key + `" , 1795455021 ]}`,
-		`{"id":1,"name":"cat","idempotency":{"id":"` + strings.Repeat("0", 32) + `","request":"` + strings.Repeat("f", 32) + `","at":1795455021000}}`,
-		`{"id":1,"name":"cat","idempotency":{"id":"` + strings.Repeat("0", 34) + `","request":"00","at":1}}`,
-		`{"id":1,"name":"cat","idempotency":["` + key + `"]}`,
-		`{"id":1,"name":"cat","idempotency":[]}`,
-		`{"id":1,"name":"cat","idempotency":[1,2,3]}`,
-		`{"id":1,"name":"cat","idempotency":"x","idempotency":[]}`,
-		`{"id":0,"name":"x"}`,
-		`{"id":1}`,
-		`[]`,
-		`{"id":1,"name":"\ud800"}`,
-	} {
-		f.Add([]byte(line))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		clock := newTestClock()
-		keys := newIdempotencyTable(time.Hour*24*365*100, clock.now) // no key has expired
-		x := newIndex(1, len(line))
-		_, err := replayRecord(x, line, keys)
-		if err != nil {
-			if len(x.items) != 0 {
-				t.Errorf("a refused line %q added %d categories", line, len(x.items))
-			}
-			if n, _ := keys.size(); n != 0 {
-				t.Errorf("a refused line %q added %d keys", line, n)
-			}
-			return
-		}
-		if len(x.items) != 1 {
-			t.Fatalf("an accepted line %q added %d categories, want 1", line, len(x.items))
-		}
-		if n, _ := keys.size(); n > 1 || n == 1 && !bytes.Contains(line, []byte(`"idempotency"`)) {
-			t.Errorf("line %q added %d keys", line, n)
-		}
-	})
 }

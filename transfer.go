@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"petstore/internal/catalog"
 	"strconv"
 	"time"
 
@@ -41,8 +42,8 @@ func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(exportHeader + "\n")
-	for _, it := range snap.items {
-		body, _ := snap.get(it.id)
+	for i := range snap.Len() {
+		_, body := snap.At(i)
 		bw.Write(body)
 		bw.WriteByte('\n')
 	}
@@ -79,7 +80,7 @@ func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) 
 		return fmt.Errorf("-import %s: %w", path, err)
 	}
 	defer js.Close()
-	snap := js.idx.snapshot()
+	snap := js.idx.Snapshot()
 
 	c, err := etcd.New(cfg.etcd.client())
 	if err != nil {
@@ -92,18 +93,18 @@ func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) 
 		return err
 	}
 	seen := map[string]struct{}{}
-	for start := 0; start < len(snap.items); start += etcdMaxBatch {
-		items := snap.items[start:min(start+etcdMaxBatch, len(snap.items))]
-		last := items[len(items)-1].id
-		t, err := importTxn(keys, snap, items, counter.rev, seen)
+	for start := 0; start < snap.Len(); start += etcdMaxBatch {
+		end := min(start+etcdMaxBatch, snap.Len())
+		last, _ := snap.At(end - 1)
+		t, err := importTxn(keys, snap, start, end, counter.rev, seen)
 		if err != nil {
 			return err
 		}
 		if counter, err = importBatch(c, t, last); err != nil {
-			return fmt.Errorf("-import: after %d of %d categories: %w", start, len(snap.items), err)
+			return fmt.Errorf("-import: after %d of %d categories: %w", start, snap.Len(), err)
 		}
 	}
-	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", len(snap.items), path, keys.root)
+	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", snap.Len(), path, keys.root)
 	return nil
 }
 
@@ -128,28 +129,29 @@ func emptyPrefix(c *etcd.Client, keys etcdKeys, cfg etcdConfig) (counterState, e
 	return counter, nil
 }
 
-// importTxn is the txn that puts items, their name claims and the counter,
+// importTxn is the txn that puts the categories at positions start to end
+// of snap, their name claims and the counter,
 // if the counter is still at rev. A name two records share (a Go whose
 // folding told them apart wrote the journal) is claimed by the first:
 // seen holds the names claimed so far.
-func importTxn(keys etcdKeys, snap *snapshot, items []item, rev int64, seen map[string]struct{}) (*etcd.TxnRequest, error) {
+func importTxn(keys etcdKeys, snap *catalog.Snapshot, start, end int, rev int64, seen map[string]struct{}) (*etcd.TxnRequest, error) {
 	t := &etcd.TxnRequest{Compare: []etcd.Compare{{Target: "MOD", Result: "EQUAL", Key: keys.counter, ModRevision: &rev}}}
-	for _, it := range items {
-		body, _ := snap.get(it.id)
+	for i := start; i < end; i++ {
+		id, body := snap.At(i)
 		var cat struct {
 			Name string `json:"name"`
 		}
 		if err := json.Unmarshal(body, &cat); err != nil {
 			return nil, err
 		}
-		if _, dup := seen[foldName(cat.Name)]; !dup {
-			seen[foldName(cat.Name)] = struct{}{}
-			claim, _ := json.Marshal(nameClaim{ID: it.id, Token: "import"})
-			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.name(foldName(cat.Name)), Value: claim}})
+		if _, dup := seen[catalog.FoldName(cat.Name)]; !dup {
+			seen[catalog.FoldName(cat.Name)] = struct{}{}
+			claim, _ := json.Marshal(nameClaim{ID: id, Token: "import"})
+			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.name(catalog.FoldName(cat.Name)), Value: claim}})
 		}
-		t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.category(it.id), Value: body}})
+		t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.category(id), Value: body}})
 	}
-	last := items[len(items)-1].id
+	last, _ := snap.At(end - 1)
 	t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: keys.counter, Value: strconv.AppendInt(nil, last, 10)}})
 	t.Failure = []etcd.Op{{RequestRange: &etcd.RangeRequest{Key: keys.counter}}}
 	return t, nil

@@ -1,0 +1,191 @@
+package catalog
+
+import (
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"strconv"
+	"sync/atomic"
+
+	"petstore/internal/rawjson"
+)
+
+// Index is the categories in the form the API serves them: one JSON array,
+// encoded once when a category is added, so that a list costs a copy of bytes
+// whatever the number of categories, and a get by id slices the same bytes.
+// Every store keeps its categories in one (the etcd store as its cache).
+//
+// An Index has one writer at a time (its owner serialises Add, Append and
+// Publish); readers take snapshots, which never change and never wait.
+type Index struct {
+	names map[string]struct{} // FoldName of every name
+	list  []byte              // "[" then the categories' JSON joined by ","; no "]"
+	items []item              // one per category, ascending id
+	crc   uint32              // CRC-32C of list, for the ETag
+
+	snap atomic.Pointer[Snapshot]
+}
+
+// item locates one category's JSON in the list: it ends at list[end] and
+// starts one byte after the previous item's end (past the ",").
+type item struct {
+	id  int64
+	end int
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// NewIndex returns an empty index with room for about n categories of
+// size bytes of JSON in all, and publishes it.
+func NewIndex(n, size int) *Index {
+	x := &Index{
+		names: make(map[string]struct{}, n),
+		list:  make([]byte, 1, size+1),
+		items: make([]item, 0, n),
+	}
+	x.list[0] = '['
+	x.Publish()
+	return x
+}
+
+// Has reports whether a category with the folded name key exists.
+func (x *Index) Has(key string) bool {
+	_, ok := x.names[key]
+	return ok
+}
+
+// Add appends c, whose id must be greater than every id in x, and returns
+// its JSON. It reports false, and adds the category all the same, when key
+// was taken already: replay keeps both categories of a file written by a Go
+// whose case folding told their names apart. Readers see it after Publish.
+func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
+	// One map operation, not a lookup then an insert: at a million
+	// categories each is a cache miss, and replay time is mostly these.
+	known := len(x.names)
+	x.names[key] = struct{}{}
+	if len(x.items) > 0 {
+		x.list = append(x.list, ',')
+	}
+	start := len(x.list)
+	x.list = c.AppendJSON(x.list)
+	x.crc = crc32.Update(x.crc, crcTable, x.list[start-1:])
+	x.items = append(x.items, item{id: c.ID, end: len(x.list)})
+	return x.list[start:len(x.list):len(x.list)], len(x.names) > known
+}
+
+// Append adds a category read back from storage (replay), whose id must
+// follow LastID. It reports whether the name equals an earlier one under
+// this build's FoldName: the category is kept all the same, since the build
+// that wrote it told them apart (a newer Go can fold differently), and
+// refusing it would make the data unreadable.
+func (x *Index) Append(c Category) (collides bool, err error) {
+	if last := x.LastID(); c.ID <= last {
+		return false, fmt.Errorf("id %d does not follow id %d", c.ID, last)
+	}
+	_, unique := x.Add(FoldName(c.Name), c)
+	return !unique, nil
+}
+
+// Len returns how many categories x holds, published or not.
+func (x *Index) Len() int { return len(x.items) }
+
+// LastID returns the greatest id, or 0 when there is none.
+func (x *Index) LastID() int64 { return lastID(x.items) }
+
+func lastID(items []item) int64 {
+	if len(items) == 0 {
+		return 0
+	}
+	return items[len(items)-1].id
+}
+
+// NameAt returns the name of the category at position i (0 is the lowest
+// id), decoded from its JSON, which the index wrote.
+func (x *Index) NameAt(i int) string {
+	start := 1
+	if i > 0 {
+		start = x.items[i-1].end + 1
+	}
+	members, _ := rawjson.Members(x.list[start:x.items[i].end], make([]rawjson.Member, 0, 3))
+	for _, m := range members {
+		if m.Name == "name" {
+			name, _ := rawjson.String(m.Value)
+			return name
+		}
+	}
+	return ""
+}
+
+// Publish makes everything added so far visible to readers.
+func (x *Index) Publish() {
+	n := len(x.items)
+	etag := make([]byte, 0, 32)
+	etag = append(etag, '"')
+	etag = strconv.AppendInt(etag, int64(n), 10)
+	etag = append(etag, '-')
+	etag = strconv.AppendUint(etag, uint64(x.crc), 16)
+	etag = append(etag, '"')
+	// The writer only appends beyond len(list) and len(items), so the
+	// snapshot's bytes never change.
+	x.snap.Store(&Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag)})
+}
+
+// Snapshot returns what readers see now.
+func (x *Index) Snapshot() *Snapshot { return x.snap.Load() }
+
+// Snapshot is the categories as of one Publish. It never changes: handlers
+// may cache what they derive from one, keyed by its pointer.
+type Snapshot struct {
+	list  []byte
+	items []item
+	etag  string // strong ETag of the list: the count and a CRC of its bytes
+}
+
+// listClose ends the JSON array that Snapshot.list opens.
+var listClose = []byte{']'}
+
+// Len returns the number of categories.
+func (s *Snapshot) Len() int { return len(s.items) }
+
+// LastID returns the greatest id, or 0 when there is none.
+func (s *Snapshot) LastID() int64 { return lastID(s.items) }
+
+// ETag returns the strong ETag of the list, quotes included. Two snapshots
+// of the same categories have the same ETag, in any process.
+func (s *Snapshot) ETag() string { return s.etag }
+
+// Size returns the length in bytes of the list's JSON array.
+func (s *Snapshot) Size() int { return len(s.list) + len(listClose) }
+
+// WriteTo writes the JSON array of every category, sorted by id.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(s.list)
+	if err != nil {
+		return int64(n), err
+	}
+	m, err := w.Write(listClose)
+	return int64(n + m), err
+}
+
+// Get returns the JSON of the category with the given id, and false if
+// there is none. The caller must not modify the bytes.
+func (s *Snapshot) Get(id int64) ([]byte, bool) {
+	i := sort.Search(len(s.items), func(i int) bool { return s.items[i].id >= id })
+	if i == len(s.items) || s.items[i].id != id {
+		return nil, false
+	}
+	_, json := s.At(i)
+	return json, true
+}
+
+// At returns the id and JSON of the category at position i, 0 ≤ i < Len,
+// in ascending id. The caller must not modify the bytes.
+func (s *Snapshot) At(i int) (id int64, json []byte) {
+	start := 1
+	if i > 0 {
+		start = s.items[i-1].end + 1
+	}
+	end := s.items[i].end
+	return s.items[i].id, s.list[start:end:end]
+}
