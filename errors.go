@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
 	"strconv"
 )
@@ -79,13 +80,60 @@ func apiErrorf(code, format string, args ...any) *apiError {
 	return &apiError{code: code, message: fmt.Sprintf(format, args...)}
 }
 
+// domainErrors is the one table that turns the errors of the domain, which
+// stores return (internal/catalog), into what a client is told: the most
+// specific row first, since ErrStopping and ErrOutcomeUnknown are
+// ErrUnavailable too. An error no row matches is a 500 whose detail is
+// logged, never sent (catalog.ErrIDsExhausted among them).
+var domainErrors = []struct {
+	target  error
+	code    string
+	message func(err error) string
+}{
+	{catalog.ErrNotFound, codeNotFound, func(err error) string {
+		var nf *catalog.NotFoundError
+		errors.As(err, &nf)
+		return fmt.Sprintf("no category with id %d", nf.ID)
+	}},
+	{catalog.ErrNameTaken, codeConflict, func(err error) string {
+		var nt *catalog.NameTakenError
+		errors.As(err, &nt)
+		return fmt.Sprintf("a category named %q already exists (names are compared ignoring case)", nt.Name)
+	}},
+	{catalog.ErrQuotaExceeded, codeQuotaExceeded, constMessage("the catalogue is full: it holds the most categories this service keeps (PETSTORE_MAX_CATEGORIES); nothing was created")},
+	{catalog.ErrKeyInUse, codeIdempotencyKeyInUse, constMessage("a create with this Idempotency-Key is still in progress; retry after Retry-After")},
+	{catalog.ErrKeyReused, codeIdempotencyKeyReused, constMessage("this Idempotency-Key was used before with a different request; use a new key for a new request")},
+	// The service stops: the client's retry belongs to another instance,
+	// or to this one once it is back.
+	{catalog.ErrStopping, codeUnavailable, constMessage("the service is stopping; retry in a moment")},
+	{catalog.ErrOutcomeUnknown, codeUnavailable, constMessage("the etcd cluster did not confirm in time whether the category was stored; it may appear later: check GET /v1/categories before creating it again")},
+	{catalog.ErrUnavailable, codeUnavailable, constMessage("the store cannot take creates now (the etcd cluster has no quorum or cannot be reached); lists and known categories are still served; retry later")},
+}
+
+func constMessage(m string) func(error) string { return func(error) string { return m } }
+
+// errInternal answers every error that is neither an *apiError nor one of
+// domainErrors.
+var errInternal = &apiError{code: codeInternal, message: "internal error; the request id identifies it in the service log"}
+
+// clientError returns what the client is told of err.
+func clientError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	for _, d := range domainErrors {
+		if errors.Is(err, d.target) {
+			return &apiError{code: d.code, message: d.message(err)}
+		}
+	}
+	return errInternal
+}
+
 // writeError answers r with the Error body for err. The error itself,
 // whatever it is, goes into r's facts, for its log line.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var ae *apiError
-	if !errors.As(err, &ae) {
-		ae = &apiError{code: codeInternal, message: "internal error; the request id identifies it in the service log"}
-	}
+	ae := clientError(err)
 	factsOf(r).err = err
 	status := statusOf[ae.code]
 	if ae.code == codeUnavailable || ae.code == codeIdempotencyKeyInUse {

@@ -605,7 +605,7 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 	if retry.err != nil || retry.replayOf != first.id {
 		t.Errorf("the retry: err %v, replay of %d; want a replay of %d", retry.err, retry.replayOf, first.id)
 	}
-	if ae := (*apiError)(nil); !errors.As(other.err, &ae) || ae.code != codeConflict {
+	if !errors.Is(other.err, catalog.ErrNameTaken) {
 		t.Errorf("the other create of the name: %v, want conflict", other.err)
 	}
 }

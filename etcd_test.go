@@ -49,8 +49,7 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 				}
 			}
 			_, err := s.Create(context.Background(), catalog.NewCategory{Name: "DOG"})
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.code != codeConflict {
+			if !errors.Is(err, catalog.ErrNameTaken) {
 				t.Errorf("create DOG: got %v, want a conflict", err)
 			}
 			if got, want := listString(t, s), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
@@ -66,8 +65,8 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 			if err != nil || string(body) != `{"id":9,"name":"elsewhere"}` {
 				t.Errorf("get 9: got %s, %v", body, err)
 			}
-			if _, err := s.Get(context.Background(), 10); !errors.Is(err, errNotFound) {
-				t.Errorf("get 10: got %v, want errNotFound", err)
+			if _, err := s.Get(context.Background(), 10); !errors.Is(err, catalog.ErrNotFound) {
+				t.Errorf("get 10: got %v, want catalog.ErrNotFound", err)
 			}
 		})
 	}
@@ -115,8 +114,7 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
 	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
 	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
-	var ae *apiError
-	if !errors.As(err, &ae) || ae.code != codeConflict {
+	if !errors.Is(err, catalog.ErrNameTaken) {
 		t.Fatalf("create dog: got %v, want a conflict", err)
 	}
 	if c := mustStoreCreate(t, s, "cat"); c.id != 2 {
@@ -144,8 +142,8 @@ func TestEtcdClientReauthenticates(t *testing.T) {
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}, user: "svc", password: "s3cret"})
 	mustStoreCreate(t, s, "dog")
 	f.ExpireTokens() // every token the store holds is refused now
-	if _, err := s.Get(context.Background(), 5); !errors.Is(err, errNotFound) {
-		t.Fatalf("get after expiry: got %v, want errNotFound (after authenticating again)", err)
+	if _, err := s.Get(context.Background(), 5); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("get after expiry: got %v, want catalog.ErrNotFound (after authenticating again)", err)
 	}
 	if n := f.AuthCalls(); n < 2 {
 		t.Errorf("authentications: got %d, want at least 2", n)
@@ -186,9 +184,8 @@ func TestEtcdStoreFinalRefusal(t *testing.T) {
 	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
 	f.SetTxnFault(func(int) string { return "403" })
 	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
-	var ae *apiError
 	var ge *etcd.GatewayError
-	if err == nil || errors.As(err, &ae) || !errors.As(err, &ge) || ge.Code != 7 {
+	if err == nil || errors.Is(err, catalog.ErrUnavailable) || !errors.As(err, &ge) || ge.Code != 7 {
 		t.Fatalf("create: got %v, want the gateway's permission denied", err)
 	}
 }

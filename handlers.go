@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"net/http"
 	"petstore/internal/catalog"
 	"strconv"
@@ -113,10 +112,6 @@ func handleCategoryGet(store Store) http.Handler {
 			return
 		}
 		body, err := store.Get(r.Context(), id)
-		if errors.Is(err, errNotFound) {
-			writeError(w, r, apiErrorf(codeNotFound, "no category with id %s", raw))
-			return
-		}
 		if err != nil {
 			writeError(w, r, err)
 			return

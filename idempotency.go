@@ -24,11 +24,6 @@ const defaultIdempotencyTTL = 24 * time.Hour
 var errBadIdempotencyKey = apiErrorf(codeInvalidParameter,
 	`Idempotency-Key must be 1 to %d printable ASCII characters, sent once, as a structured-field string ("…") or a token`, maxIdempotencyKey)
 
-var (
-	errIdempotencyKeyReused = apiErrorf(codeIdempotencyKeyReused, "this Idempotency-Key was used before with a different request; use a new key for a new request")
-	errIdempotencyKeyInUse  = apiErrorf(codeIdempotencyKeyInUse, "a create with this Idempotency-Key is still in progress; retry after Retry-After")
-)
-
 // parseIdempotencyKey reads the Idempotency-Key header: absent gives "",
 // a structured-field string (RFC 9651 section 3.3.3) or a bare token
 // (section 3.3.4) gives its characters, anything else an error.
@@ -104,7 +99,7 @@ func isSFToken(v string) bool {
 // from, validated), or idempotency_key_reused.
 func replayOrRefuse(nc catalog.NewCategory, id int64, made []byte) (created, error) {
 	if !nc.SameAs(made, id) {
-		return created{}, errIdempotencyKeyReused
+		return created{}, catalog.ErrKeyReused
 	}
 	return created{id: id, json: made, replayed: true}, nil
 }

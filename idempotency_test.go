@@ -605,13 +605,13 @@ func TestReplayOrRefuse(t *testing.T) {
 		switch {
 		case tc.replay && (err != nil || !got.replayed || got.id != tc.id || string(got.json) != string(tc.made)):
 			t.Errorf("%s: got %+v, %v; want a replay of %d", tc.name, got, err, tc.id)
-		case !tc.replay && err != errIdempotencyKeyReused:
-			t.Errorf("%s: got %+v, %v; want %v", tc.name, got, err, errIdempotencyKeyReused)
+		case !tc.replay && err != catalog.ErrKeyReused:
+			t.Errorf("%s: got %+v, %v; want %v", tc.name, got, err, catalog.ErrKeyReused)
 		}
 	}
 	noDesc := catalog.Category{ID: 9, Name: "cat"}.AppendJSON(nil)
-	if _, err := replayOrRefuse(catalog.NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != errIdempotencyKeyReused {
-		t.Errorf(`an empty description against none: %v, want %v`, err, errIdempotencyKeyReused)
+	if _, err := replayOrRefuse(catalog.NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != catalog.ErrKeyReused {
+		t.Errorf(`an empty description against none: %v, want %v`, err, catalog.ErrKeyReused)
 	}
 	if got, err := replayOrRefuse(catalog.NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
 		t.Errorf("no description against none: %+v, %v; want a replay", got, err)

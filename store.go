@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,10 +9,11 @@ import (
 	"time"
 )
 
-// Store is what the handlers need of the place categories are kept. Two
-// stores implement it: memoryStore (PETSTORE_DATA=:memory:) and
-// journalStore (a journal file, the default). Both are safe for concurrent
-// use, and so must be any other.
+// Store is what the handlers need of the place categories are kept. Three
+// stores implement it: memoryStore (PETSTORE_DATA=:memory:), journalStore
+// (a journal file, the default) and etcdStore (an etcd cluster). All are
+// safe for concurrent use, and so must be any other. They return the
+// errors of internal/catalog, which errors.go turns into answers.
 //
 // Reads never wait for writes: List returns an immutable snapshot of the
 // encoded list. Create returns once the category is as durable as the store
@@ -22,19 +22,19 @@ import (
 type Store interface {
 	// List returns every category, sorted by id.
 	List(ctx context.Context) (*catalog.Snapshot, error)
-	// Get returns the JSON of one category, or errNotFound.
+	// Get returns the JSON of one category, or a *catalog.NotFoundError.
 	Get(ctx context.Context, id int64) ([]byte, error)
 	// Create stores a new category and returns its id and JSON. A name
-	// taken already, ignoring case, is a conflict *apiError. With an
+	// taken already, ignoring case, is a *catalog.NameTakenError. With an
 	// Idempotency-Key (nc.Key), the key is stored in the same durable
 	// write as the category; a key stored before answers that create again
-	// (replayed), or refuses: idempotency_key_reused, idempotency_key_in_use.
+	// (replayed), or refuses: catalog.ErrKeyReused, catalog.ErrKeyInUse.
 	Create(ctx context.Context, nc catalog.NewCategory) (created, error)
 	// Health returns why the store cannot take creates now, or nil. It
 	// never waits for a write.
 	Health() error
 	// Close waits for the creates under way and releases the store. The
-	// journal and etcd stores refuse creates after it (503 unavailable).
+	// journal and etcd stores refuse creates after it (catalog.ErrStopping).
 	Close() error
 }
 
@@ -58,7 +58,7 @@ type storeOptions struct {
 	// etcd configures the store when PETSTORE_DATA is an etcd:// URL.
 	etcd etcdConfig
 	// maxCategories bounds the catalogue: a create beyond it is refused
-	// with errQuotaExceeded; 0 is defaultMaxCategories.
+	// with catalog.ErrQuotaExceeded; 0 is defaultMaxCategories.
 	maxCategories int64
 }
 
@@ -94,22 +94,6 @@ func openStore(data string, opts storeOptions) (Store, error) {
 // memoryPath is the PETSTORE_DATA value that keeps data in memory only.
 const memoryPath = ":memory:"
 
-var (
-	errNotFound = errors.New("no such category")
-	// errStoreClosed answers a create that comes while the service stops
-	// (the grace is over and the store is closed): the client's retry
-	// belongs to another instance, or to this one once it is back.
-	errStoreClosed  = apiErrorf(codeUnavailable, "the service is stopping; retry in a moment")
-	errIDsExhausted = fmt.Errorf("no id left: the last category has id %d, the largest an id can be", int64(math.MaxInt64))
-	// errQuotaExceeded answers a create when the catalogue holds
-	// PETSTORE_MAX_CATEGORIES categories already.
-	errQuotaExceeded = apiErrorf(codeQuotaExceeded, "the catalogue is full: it holds the most categories this service keeps (PETSTORE_MAX_CATEGORIES); nothing was created")
-)
-
-func errConflict(name string) error {
-	return apiErrorf(codeConflict, "a category named %q already exists (names are compared ignoring case)", name)
-}
-
 // created is what a store answers a create with.
 type created struct {
 	id       int64
@@ -140,7 +124,7 @@ func newCreateRequest(nc catalog.NewCategory) *createRequest {
 // committed at now: each accepted request gets its category and its record
 // (a journal line) is appended to records; the others get their error.
 // Creates that would take the catalogue past maxCategories get
-// errQuotaExceeded. seen is scratch space. Nothing changes in x until
+// catalog.ErrQuotaExceeded. seen is scratch space. Nothing changes in x until
 // applyBatch.
 func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time, maxCategories int64) ([]byte, int) {
 	clear(seen)
@@ -152,17 +136,17 @@ func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struc
 	at := now.Add(time.Second - 1).Truncate(time.Second)
 	for _, req := range batch {
 		if _, dup := seen[req.key]; dup || x.Has(req.key) {
-			req.err = errConflict(req.nc.Name)
+			req.err = catalog.NameTaken(req.nc.Name)
 			continue
 		}
 		if int64(x.Len()+accepted) >= maxCategories {
-			req.err = errQuotaExceeded
+			req.err = catalog.ErrQuotaExceeded
 			continue
 		}
 		if next == math.MaxInt64 {
 			// Wrapping would hand out a negative id, which the next
 			// replay refuses; failing the create keeps the file sound.
-			req.err = errIDsExhausted
+			req.err = catalog.ErrIDsExhausted
 			continue
 		}
 		seen[req.key] = struct{}{}
@@ -199,7 +183,7 @@ func createKeyed(keys *idempotencyTable, x *catalog.Index, nc catalog.NewCategor
 			}
 			return replayOrRefuse(nc, id, body)
 		case claimInFlight:
-			return created{}, errIdempotencyKeyInUse
+			return created{}, catalog.ErrKeyInUse
 		}
 	}
 	req := newCreateRequest(nc)

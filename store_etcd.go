@@ -220,13 +220,6 @@ type keyClaim struct {
 	Request string `json:"request"` // hex of the request fingerprint
 }
 
-// errUnavailable is the answer while etcd cannot take writes.
-var errUnavailable = apiErrorf(codeUnavailable, "the store cannot take creates now (the etcd cluster has no quorum or cannot be reached); lists and known categories are still served; retry later")
-
-// errOutcomeUnknown is the answer for a create that etcd neither confirmed
-// nor refused within the create's deadline.
-var errOutcomeUnknown = apiErrorf(codeUnavailable, "the etcd cluster did not confirm in time whether the category was stored; it may appear later: check GET /v1/categories before creating it again")
-
 // openEtcdStore waits for the cluster (at most cfg.startTimeout), fills the
 // cache and starts the watch and the health probe.
 func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
@@ -342,7 +335,7 @@ func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
 		return body, nil
 	}
 	if n := snap.Len(); n > 0 && id <= snap.LastID() || id > s.idCeiling() {
-		return nil, errNotFound // ids are never reused: a gap stays a gap
+		return nil, catalog.NotFound(id) // ids are never reused: a gap stays a gap
 	}
 	s.flightMu.Lock()
 	f, joined := s.flights[id]
@@ -385,17 +378,17 @@ func (s *etcdStore) readRecord(ctx context.Context, id int64) ([]byte, error) {
 	switch {
 	case errors.Is(err, etcd.ErrAnswerTooLarge):
 		s.refuse(key, err)
-		return nil, errNotFound
+		return nil, catalog.NotFound(id)
 	case err != nil:
 		s.log.Warn("etcd: reading a category not yet in the cache failed", "id", id, "err", err)
-		return nil, errUnavailable
+		return nil, catalog.ErrUnavailable
 	case len(r.Kvs) == 0:
-		return nil, errNotFound
+		return nil, catalog.NotFound(id)
 	}
 	c, err := s.record(r.Kvs[0])
 	if err != nil {
 		s.refuse(key, err)
-		return nil, errNotFound
+		return nil, catalog.NotFound(id)
 	}
 	return c.AppendJSON(nil), nil
 }
@@ -496,7 +489,7 @@ func (s *etcdStore) Create(ctx context.Context, nc catalog.NewCategory) (created
 		case claimDone:
 			return s.replay(ctx, nc, id)
 		case claimInFlight:
-			return created{}, errIdempotencyKeyInUse
+			return created{}, catalog.ErrKeyInUse
 		}
 		if s.nameCached(catalog.FoldName(nc.Name)) {
 			defer s.idem.release(k)
@@ -547,17 +540,17 @@ func (s *etcdStore) keyedTaken(ctx context.Context, nc catalog.NewCategory) (cre
 	r, err := s.c.Range(rctx, etcd.RangeRequest{Key: s.keys.idempotencyKey(nc.Key)})
 	if err != nil {
 		s.log.Warn("etcd: reading an Idempotency-Key failed", "err", err)
-		return created{}, errUnavailable
+		return created{}, catalog.ErrUnavailable
 	}
 	if len(r.Kvs) == 0 {
-		return created{}, errConflict(nc.Name)
+		return created{}, catalog.NameTaken(nc.Name)
 	}
 	var claim keyClaim
 	if err := json.Unmarshal(r.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
 		return created{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, textcut.Truncate(string(r.Kvs[0].Value), 80))
 	}
 	if claim.Request != requestHex(nc) {
-		return created{}, errIdempotencyKeyReused
+		return created{}, catalog.ErrKeyReused
 	}
 	return s.replay(ctx, nc, claim.ID)
 }
@@ -668,7 +661,7 @@ func (s *etcdStore) commit(batch []*createRequest) {
 			// the deadline tells us to give up.
 		case errors.Is(err, etcd.ErrUnreachable):
 			s.markDown(err)
-			failPending(pending, errUnavailable)
+			failPending(pending, catalog.ErrUnavailable)
 			return
 		case etcd.IsLeaseNotFound(err) && attempt < 3:
 			// The lease of the keys is gone (revoked, or lost with a
@@ -703,7 +696,7 @@ func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pe
 	if err := s.ensureLease(ctx, pending); err != nil {
 		if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
 			s.markDown(err)
-			err = errUnavailable
+			err = catalog.ErrUnavailable
 		}
 		failPending(pending, err)
 		return nil
@@ -716,10 +709,10 @@ func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pe
 func (s *etcdStore) giveUp(pending []*pendingCreate, unknown error) {
 	s.markDown(unknown)
 	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
-	failPending(pending, errOutcomeUnknown)
+	failPending(pending, catalog.ErrOutcomeUnknown)
 }
 
-// cutToQuota refuses, with errQuotaExceeded, the creates of pending that
+// cutToQuota refuses, with catalog.ErrQuotaExceeded, the creates of pending that
 // would take the counter past maxCategories, and returns the others. The
 // txn commits only on top of the counter known here (it compares its
 // mod_revision), so cutting every batch to the room left keeps all
@@ -731,7 +724,7 @@ func (s *etcdStore) cutToQuota(pending []*pendingCreate) []*pendingCreate {
 		return pending
 	}
 	for _, p := range pending[room:] {
-		p.req.err = errQuotaExceeded
+		p.req.err = catalog.ErrQuotaExceeded
 	}
 	return pending[:room]
 }
@@ -747,7 +740,7 @@ func (s *etcdStore) counterRefusal(n int, last int64) error {
 	case s.counterBad:
 		return errBadCounter
 	case s.counter > math.MaxInt64-int64(n):
-		return errIDsExhausted
+		return catalog.ErrIDsExhausted
 	case s.blocked || s.counter < last:
 		return errCounterBehind
 	}
@@ -771,7 +764,7 @@ func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
 	next, err := s.readCounter(ctx)
 	if errors.Is(err, etcd.ErrUnreachable) {
 		s.markDown(err)
-		return errUnavailable
+		return catalog.ErrUnavailable
 	}
 	if err != nil {
 		return err
@@ -869,7 +862,7 @@ func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate
 		case dup || req.nc.Key == nil && s.idx.Has(req.key):
 			// A keyed create whose name is taken may be the retry of the
 			// create that took it, on another instance: the txn tells.
-			req.err = errConflict(req.nc.Name)
+			req.err = catalog.NameTaken(req.nc.Name)
 			continue
 		}
 		s.seen[req.key] = struct{}{}
@@ -1007,7 +1000,7 @@ func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (
 		case claim.Request == requestHex(p.req.nc):
 			p.req.replayOf = claim.ID
 		default:
-			p.req.err = errIdempotencyKeyReused
+			p.req.err = catalog.ErrKeyReused
 		}
 		return false, false
 	}
@@ -1021,7 +1014,7 @@ func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (
 		p.req.at = s.now()
 		return false, true
 	}
-	p.req.err = errConflict(p.req.nc.Name)
+	p.req.err = catalog.NameTaken(p.req.nc.Name)
 	return false, false
 }
 
@@ -1070,11 +1063,11 @@ func (s *etcdStore) markDown(err error) {
 	s.down.Store(&err)
 }
 
-// Health reports errUnavailable while the last create or probe found no
+// Health reports catalog.ErrUnavailable while the last create or probe found no
 // quorum. It does no I/O.
 func (s *etcdStore) Health() error {
 	if s.down.Load() != nil {
-		return errUnavailable
+		return catalog.ErrUnavailable
 	}
 	return nil
 }

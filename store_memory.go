@@ -62,10 +62,11 @@ func (s *memoryStore) Health() error { return nil }
 
 func (s *memoryStore) Close() error { return nil }
 
-// getFrom returns the JSON of category id in snap, or errNotFound.
+// getFrom returns the JSON of category id in snap, or a
+// *catalog.NotFoundError.
 func getFrom(snap *catalog.Snapshot, id int64) ([]byte, error) {
 	if body, ok := snap.Get(id); ok {
 		return body, nil
 	}
-	return nil, errNotFound
+	return nil, catalog.NotFound(id)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"petstore/internal/catalog"
 	"runtime"
 	"sync"
 )
@@ -40,7 +41,7 @@ func (w *groupWriter) do(req *createRequest) {
 	w.closing.RLock()
 	if w.closed {
 		w.closing.RUnlock()
-		req.err = errStoreClosed
+		req.err = catalog.ErrStopping
 		return
 	}
 	w.queue <- req
