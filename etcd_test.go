@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -259,5 +260,39 @@ func TestEtcdStartTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("start gave up after %v, want about 300ms", d)
+	}
+}
+
+// The keys of refused records a store remembers, to log each once, are
+// bounded: another writer may put any number of them. Past the bound they
+// are still counted, and one line says that no more are logged.
+func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.4")
+	const n = etcdRefusedKept + 100
+	for id := 1; id <= n; id++ {
+		f.Put(fmt.Sprintf("/p/categories/%019d", id), []byte("not a category"))
+	}
+	var logs lockedBuffer
+	s, err := openEtcdStore(etcdConfig{endpoints: []string{srv.URL}, prefix: "p", startTimeout: 5 * time.Second},
+		storeOptions{log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("openEtcdStore: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if got := s.recordsRefused(); got != n {
+		t.Errorf("records refused: got %d, want %d", got, n)
+	}
+	s.refusedMu.Lock()
+	kept := len(s.refused)
+	s.refusedMu.Unlock()
+	if kept > etcdRefusedKept {
+		t.Errorf("the store remembers %d refused keys, want at most %d", kept, etcdRefusedKept)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "is not a valid category"); got != etcdRefusedKept {
+		t.Errorf("%d refused records logged, want %d", got, etcdRefusedKept)
+	}
+	if got := strings.Count(out, "further ones are counted"); got != 1 {
+		t.Errorf("the line that says no more are logged: %d times, want once", got)
 	}
 }

@@ -87,7 +87,7 @@ type etcdStore struct {
 	lastCounter atomic.Pointer[counterReading]
 
 	// Records under categories/ that are not served (see record), by key,
-	// so that each is logged and counted once.
+	// so that each is logged and counted once; at most etcdRefusedKept.
 	refusedMu sync.Mutex
 	refused   map[string]struct{}
 	refusedN  atomic.Uint64
@@ -463,13 +463,30 @@ func (s *etcdStore) record(kv etcd.KV) (Category, error) {
 	return c, nil
 }
 
-// refuse logs and counts a record that is not served, once per key.
+// etcdRefusedKept bounds the keys of refused records an etcd store
+// remembers: another writer can put any number of them, and each key held
+// costs memory for the life of the process.
+const etcdRefusedKept = 1024
+
+// refuse logs and counts a record that is not served, once per key while
+// fewer than etcdRefusedKept are remembered; past that, each refusal is
+// counted (a record read again counts again) and not logged.
 func (s *etcdStore) refuse(key []byte, why error) {
 	s.refusedMu.Lock()
 	_, known := s.refused[string(key)]
-	s.refused[string(key)] = struct{}{}
+	full := !known && len(s.refused) >= etcdRefusedKept
+	if !known && !full {
+		s.refused[string(key)] = struct{}{}
+	}
 	s.refusedMu.Unlock()
-	if !known {
+	switch {
+	case known:
+	case full:
+		if s.refusedN.Add(1) == etcdRefusedKept+1 {
+			s.log.Warn("etcd: more records under categories/ are not valid categories than petstore remembers; further ones are counted, each time one is read, and not logged",
+				"remembered", etcdRefusedKept)
+		}
+	default:
 		s.refusedN.Add(1)
 		s.log.Warn("etcd: a record under categories/ is not a valid category (another writer put it there); it is not served",
 			"key", truncate(string(key), 200), "err", why)
