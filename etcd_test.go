@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,5 +299,47 @@ func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
 	}
 	if got := strings.Count(out, "further ones are counted"); got != 1 {
 		t.Errorf("the line that says no more are logged: %d times, want once", got)
+	}
+}
+
+// A GET of an id just beyond the lead over the counter (what a cluster can
+// commit while a counter reading is fresh) costs etcd no read;
+// one just within it is read through (the id may be another instance's
+// create that the watch has not brought yet).
+func TestEtcdGetIDLead(t *testing.T) {
+	f, _ := etcdtest.NewFake(t, "3.4")
+	var reads atomic.Int32 // reads of one category key
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var in etcd.RangeRequest
+		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil &&
+			len(in.RangeEnd) == 0 && strings.Contains(string(in.Key), "/categories/") {
+			reads.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
+	mustStoreCreate(t, s, "dog") // the counter and the cache's last id are 1
+	const (
+		n          = 20
+		lead int64 = 240_000 // creates a cluster can commit while a counter reading is fresh
+	)
+	for id := 1 + lead + 1; id <= 1+lead+n; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, errNotFound) {
+			t.Fatalf("get %d: got %v, want errNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != 0 {
+		t.Errorf("%d GETs of ids beyond the lead made %d reads of etcd, want none", n, got)
+	}
+	for id := 1 + lead - n + 1; id <= 1+lead; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, errNotFound) {
+			t.Fatalf("get %d: got %v, want errNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != n {
+		t.Errorf("%d GETs of ids within the lead made %d reads of etcd, want %d", n, got, n)
 	}
 }
