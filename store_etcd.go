@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"petstore/internal/etcd"
@@ -445,8 +446,12 @@ func (s *etcdStore) idCeiling() int64 {
 const maxRecordBytes = 16 << 10
 
 // record returns the category kv holds if petstore may serve it: a record
-// journal replay accepts, within the lengths every version's requests kept
+// journal replay accepts, within the rules every version's requests kept
 // to, whose id is its key's. Anything else was put there by another writer.
+// Every version stored names trimmed, not empty and without control
+// characters (C0, DEL, C1); the first accepted bidirectional controls in
+// names, and descriptions were free text until later, so a journal of
+// then, imported, holds them: they are served.
 func (s *etcdStore) record(kv etcd.KV) (Category, error) {
 	id, ok := s.keys.idOf(kv.Key)
 	if !ok {
@@ -465,6 +470,10 @@ func (s *etcdStore) record(kv etcd.KV) (Category, error) {
 		return Category{}, fmt.Errorf("its name is longer than %d characters", maxNameLen)
 	case utf8.RuneCountInString(c.Description) > maxDescriptionLen:
 		return Category{}, fmt.Errorf("its description is longer than %d characters", maxDescriptionLen)
+	case c.Name != strings.TrimSpace(c.Name):
+		return Category{}, errors.New("its name is not trimmed of white space")
+	case strings.IndexFunc(c.Name, unicode.IsControl) >= 0:
+		return Category{}, errors.New("its name holds a control character")
 	}
 	return c, nil
 }
