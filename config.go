@@ -263,16 +263,41 @@ func checkDataPath(data string) error {
 	if isEtcdURL(data) || data == memoryPath {
 		return nil
 	}
-	if scheme, _, ok := strings.Cut(data, "://"); ok {
-		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", textcut.Truncate(data, 80), textcut.Truncate(scheme, 40), want)
+	shown := textcut.Truncate(withoutUserinfo(data), 80) // a mistyped URL may carry a password
+	if strings.Contains(data, "://") {
+		scheme, _, _ := strings.Cut(shown, "://")
+		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", shown, textcut.Truncate(scheme, 40), want)
 	}
 	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
-		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", textcut.Truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", shown, want)
 	}
 	if strings.HasPrefix(data, ":") {
-		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", textcut.Truncate(data, 80), want)
+		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", shown, want)
 	}
 	return nil
+}
+
+// withoutUserinfo returns data, a URL or something like one, without the
+// user:password@ before its host, so that an error can quote the rest
+// without showing a password.
+func withoutUserinfo(data string) string {
+	scheme, rest, ok := strings.Cut(data, ":")
+	if !ok {
+		return data
+	}
+	// However many slashes a typo has: etcd:/user:pw@host too.
+	trimmed := strings.TrimLeft(rest, "/")
+	slashes := rest[:len(rest)-len(trimmed)]
+	rest = trimmed
+	authority := rest
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		authority = rest[:end]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return data
+	}
+	return scheme + ":" + slashes + rest[at+1:]
 }
 
 // loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for

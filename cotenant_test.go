@@ -104,3 +104,74 @@ func TestSlowBodiesOfOneKeyDoNotHoldOthersBack(t *testing.T) {
 		t.Errorf("the slow bodies hold %d of %d blocks, want at most one each", held, total)
 	}
 }
+
+// One key's fast-then-stalled bodies cannot hold the whole budget: 64
+// connections of one key each send all but the last byte of a 1 MiB body
+// at once and then stall. Without the per-key quarter they would hold the
+// whole 64 MiB budget; with it, a quarter, and another key's creates are
+// answered within a few hundred milliseconds.
+func TestStalledBodiesOfOneKeyHoldAQuarter(t *testing.T) {
+	t.Parallel()
+	const (
+		stalled = 64
+		bound   = 500 * time.Millisecond // generous: unhindered, a create takes a millisecond or two
+	)
+	budget := newBodyBudget(64*maxBodyBytes, 10*time.Second)
+	total := budget.free.Load()
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
+	srv := httptest.NewServer(env.handler)
+	t.Cleanup(srv.Close)
+
+	for i := range stalled {
+		c, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		head := "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testKey +
+			"\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(maxBodyBytes) + "\r\n\r\n"
+		body := `{"name":"stalled` + strconv.Itoa(i) + `"`
+		body += strings.Repeat(" ", maxBodyBytes-1-len(body))
+		go func() { // blocks once the server stops reading; ends with c
+			c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			io.WriteString(c, head+body)
+		}()
+	}
+	perKey := total / 4
+	deadline := time.Now().Add(10 * time.Second)
+	for total-budget.free.Load() < perKey { // bounded polling of the server's progress
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled bodies hold %d of %d blocks after 10s, want at least %d", total-budget.free.Load(), total, perKey)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	var worst time.Duration
+	for i := range 20 {
+		req, err := http.NewRequest("POST", srv.URL+"/v1/categories", strings.NewReader(`{"name":"other`+strconv.Itoa(i)+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testKey2)
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := client.Do(req)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("create %d with the other key: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %d with the other key: status %d, want 201", i, resp.StatusCode)
+		}
+		worst = max(worst, took)
+	}
+	t.Logf("the other key's slowest create of 20: %v", worst)
+	if worst > bound {
+		t.Errorf("the other key's slowest create took %v, want at most %v", worst, bound)
+	}
+	if held := total - budget.free.Load(); held > perKey {
+		t.Errorf("the stalled bodies of one key hold %d of %d blocks, want at most a quarter, %d", held, total, perKey)
+	}
+}

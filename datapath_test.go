@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,31 @@ func TestDataPathTyposStopTheStart(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 				t.Errorf("it created %s in the working directory", entries[0].Name())
+			}
+		})
+	}
+}
+
+// A mistyped URL with a user and password in it stops the start without
+// printing the password: the error quotes the value without its userinfo.
+func TestDataPathTypoHidesPassword(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-Pw"
+	for i, data := range []string{
+		"https://admin:" + secret + "@127.0.0.1:2379/petstore",
+		"http://" + secret + "@127.0.0.1:2379",
+		"etcd:admin:" + secret + "@127.0.0.1:2379",
+		"etcds:/admin:" + secret + "@127.0.0.1:2379",
+		":admin:" + secret + "@memory",
+	} {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			stderr := startToFailure(t, t.TempDir(), map[string]string{"PETSTORE_DATA": data})
+			if strings.Contains(stderr, secret) {
+				t.Errorf("stderr shows the password of PETSTORE_DATA:\n%s", strings.ReplaceAll(stderr, secret, "<password>"))
+			}
+			if !strings.Contains(stderr, "127.0.0.1:2379") && !strings.Contains(stderr, "memory") {
+				t.Errorf("stderr does not quote the rest of PETSTORE_DATA:\n%s", strings.ReplaceAll(stderr, secret, "<password>"))
 			}
 		})
 	}

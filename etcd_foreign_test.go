@@ -226,36 +226,50 @@ func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 		`not JSON at all`,
 		`{"id":4,"name":"` + strings.Repeat("n", catalog.MaxNameLen+1) + `"}`,
 		`{"id":5,"name":"extra","colour":"red"}`,
+		// No version stored a name untrimmed, blank or with a control
+		// character, C0 or C1.
+		`{"id":6,"name":" padded "}`,
+		`{"id":7,"name":" "}`,
+		`{"id":8,"name":"bell\u0007"}`,
+		`{"id":9,"name":"next line\u0085"}`,
 	}
 	for i, v := range foreign {
 		foreignPut(t, cluster, categoryKey("bad", int64(i+2)), []byte(v))
 	}
 	// Valid by the replay rules, which accept what earlier versions did
-	// (a control character in a description), though a request may not.
-	old := `{"id":6,"name":"old","description":"bell\u0007"}`
-	foreignPut(t, cluster, categoryKey("bad", 6), []byte(old))
-	foreignPut(t, cluster, "/bad/counter", []byte("6"))
+	// (a control character in a description, a bidirectional control in a
+	// name or a description), though a request may not.
+	old := []string{
+		`{"id":10,"name":"old","description":"bell\u0007"}`,
+		`{"id":11,"name":"old\u202eeman","description":"\u202eeman"}`,
+	}
+	for i, v := range old {
+		foreignPut(t, cluster, categoryKey("bad", int64(i+10)), []byte(v))
+	}
+	foreignPut(t, cluster, "/bad/counter", []byte("11"))
 
-	for id := int64(2); id <= 5; id++ { // the read-through path
+	for id := int64(2); id <= 9; id++ { // the read-through path
 		resp, body := send(t, client, "GET", svc.url("/v1/categories/"+strconv.FormatInt(id, 10)), e2eKey, "", nil)
 		wantStatus(t, fmt.Sprintf("GET of foreign record %d", id), resp, body, http.StatusNotFound)
 	}
-	mustCreateVia(t, client, svc.url(""), "b", 7)
-	if got := listIDs(t, client, svc.url("")); got != "1,6,7" {
-		t.Errorf("list ids: %s, want 1,6,7", got)
+	mustCreateVia(t, client, svc.url(""), "b", 12)
+	if got := listIDs(t, client, svc.url("")); got != "1,10,11,12" {
+		t.Errorf("list ids: %s, want 1,10,11,12", got)
 	}
-	if n := refusedRecords(t, client, svc.url("")); n != 4 {
-		t.Errorf("petstore_store_records_refused_total: %v, want 4", n)
+	if n := refusedRecords(t, client, svc.url("")); n != 8 {
+		t.Errorf("petstore_store_records_refused_total: %v, want 8", n)
 	}
 	// The same at a start: the first read of the categories.
 	other := startRun(t, baseEnv(cluster.Data("bad")))
-	if got := listIDs(t, client, other.url("")); got != "1,6,7" {
-		t.Errorf("list ids on an instance started after: %s, want 1,6,7", got)
+	if got := listIDs(t, client, other.url("")); got != "1,10,11,12" {
+		t.Errorf("list ids on an instance started after: %s, want 1,10,11,12", got)
 	}
-	resp, body := send(t, client, "GET", other.url("/v1/categories/6"), e2eKey, "", nil)
-	wantStatus(t, "GET of the old-rules record", resp, body, http.StatusOK)
-	if n := refusedRecords(t, client, other.url("")); n != 4 {
-		t.Errorf("petstore_store_records_refused_total after a start: %v, want 4", n)
+	for _, id := range []string{"10", "11"} {
+		resp, body := send(t, client, "GET", other.url("/v1/categories/"+id), e2eKey, "", nil)
+		wantStatus(t, "GET of the old-rules record "+id, resp, body, http.StatusOK)
+	}
+	if n := refusedRecords(t, client, other.url("")); n != 8 {
+		t.Errorf("petstore_store_records_refused_total after a start: %v, want 8", n)
 	}
 }
 

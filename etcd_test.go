@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"petstore/internal/catalog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,5 +263,81 @@ func TestEtcdStartTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("start gave up after %v, want about 300ms", d)
+	}
+}
+
+// The keys of refused records a store remembers, to log each once, are
+// bounded: another writer may put any number of them. Past the bound they
+// are still counted, and one line says that no more are logged.
+func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.4")
+	const n = etcdRefusedKept + 100
+	for id := 1; id <= n; id++ {
+		f.Put(fmt.Sprintf("/p/categories/%019d", id), []byte("not a category"))
+	}
+	var logs lockedBuffer
+	s, err := openEtcdStore(etcdConfig{endpoints: []string{srv.URL}, prefix: "p", startTimeout: 5 * time.Second},
+		storeOptions{log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("openEtcdStore: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if got := s.recordsRefused(); got != n {
+		t.Errorf("records refused: got %d, want %d", got, n)
+	}
+	s.refusedMu.Lock()
+	kept := len(s.refused)
+	s.refusedMu.Unlock()
+	if kept > etcdRefusedKept {
+		t.Errorf("the store remembers %d refused keys, want at most %d", kept, etcdRefusedKept)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "is not a valid category"); got != etcdRefusedKept {
+		t.Errorf("%d refused records logged, want %d", got, etcdRefusedKept)
+	}
+	if got := strings.Count(out, "further ones are counted"); got != 1 {
+		t.Errorf("the line that says no more are logged: %d times, want once", got)
+	}
+}
+
+// A GET of an id just beyond the lead over the counter (what a cluster can
+// commit while a counter reading is fresh) costs etcd no read;
+// one just within it is read through (the id may be another instance's
+// create that the watch has not brought yet).
+func TestEtcdGetIDLead(t *testing.T) {
+	f, _ := etcdtest.NewFake(t, "3.4")
+	var reads atomic.Int32 // reads of one category key
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var in etcd.RangeRequest
+		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil &&
+			len(in.RangeEnd) == 0 && strings.Contains(string(in.Key), "/categories/") {
+			reads.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
+	mustStoreCreate(t, s, "dog") // the counter and the cache's last id are 1
+	const (
+		n          = 20
+		lead int64 = 240_000 // creates a cluster can commit while a counter reading is fresh
+	)
+	for id := 1 + lead + 1; id <= 1+lead+n; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("get %d: got %v, want catalog.ErrNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != 0 {
+		t.Errorf("%d GETs of ids beyond the lead made %d reads of etcd, want none", n, got)
+	}
+	for id := 1 + lead - n + 1; id <= 1+lead; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("get %d: got %v, want catalog.ErrNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != n {
+		t.Errorf("%d GETs of ids within the lead made %d reads of etcd, want %d", n, got, n)
 	}
 }

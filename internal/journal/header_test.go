@@ -81,3 +81,32 @@ func TestJournalHeaderVariants(t *testing.T) {
 		})
 	}
 }
+
+// A header is rewritten through the file the lock is held on, never by its
+// name again: a link put in the name's place meanwhile is left alone, and
+// so is the file it leads to.
+func TestUpgradeHeaderWritesTheLockedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "petstore.jsonl")
+	f, _ := openTest(t, path, Options{})
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte(Header(1)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, path); err != nil {
+		t.Fatal(err)
+	}
+	h, err := checkHeader([]byte(Header(Version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.upgradeHeader(h); err != nil {
+		t.Fatalf("upgradeHeader: %v", err)
+	}
+	if got := readFile(t, other); got != Header(1)+"\n" {
+		t.Errorf("the link's target was written: %q", got)
+	}
+}

@@ -182,15 +182,12 @@ func (f *File) finishHeader(hdr header, log *slog.Logger) error {
 // longer, such as 1.0), and fsyncs it. It runs before anything is
 // appended, so a crash leaves either header over the same lines.
 func (f *File) upgradeHeader(h header) error {
-	w, err := os.OpenFile(f.path, os.O_WRONLY, 0) // not O_APPEND: WriteAt refuses that
-	if err != nil {
-		return err
-	}
-	defer w.Close()
+	// Through the file the lock is held on, never by its name again: the
+	// name could lead elsewhere by now (a link put in its place).
 	text := strconv.AppendInt(nil, Version, 10)
 	text = append(text, bytes.Repeat([]byte{' '}, h.length-len(text))...)
-	if _, err := w.WriteAt(text, int64(h.at)); err != nil {
+	if _, err := f.f.WriteAt(text, int64(h.at)); err != nil {
 		return err
 	}
-	return w.Sync()
+	return f.f.Sync()
 }
