@@ -93,17 +93,6 @@ func isSFToken(v string) bool {
 	return v != "" && sfTokenStart.has(v[0]) && sfTokenChars.all(v[1:])
 }
 
-// replayOrRefuse answers a create with a key that made category id, whose
-// JSON is made, before: again, if nc asks for what that create asked for
-// (categories never change, so the category is the request it was made
-// from, validated), or idempotency_key_reused.
-func replayOrRefuse(nc catalog.NewCategory, id int64, made []byte) (created, error) {
-	if !nc.SameAs(made, id) {
-		return created{}, catalog.ErrKeyReused
-	}
-	return created{id: id, json: made, replayed: true}, nil
-}
-
 // requestFingerprint identifies a create by what it asks for once
 // validated: the trimmed name and the description, if any. The etcd store
 // keeps it in a key's claim, so that the txn that finds a key another

@@ -414,7 +414,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		}
 		clock.advance(time.Second)
 	}
-	if n, queued := s.keys.size(); n != 3000 || queued != 3000 {
+	if n, queued := s.keyed.keys.size(); n != 3000 || queued != 3000 {
 		t.Fatalf("keys within the TTL: %d (expiry queue %d), want 3000", n, queued)
 	}
 	clock.advance(time.Hour)
@@ -422,7 +422,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 	late := 0
 	for hit := map[*keyShard]bool{}; len(hit) < keyShards; late++ {
 		if late == 1 {
-			if n, _ := s.keys.size(); n > 3000-3000/keyShards/2 {
+			if n, _ := s.keyed.keys.size(); n > 3000-3000/keyShards/2 {
 				t.Errorf("keys after the TTL and one create: %d, want the expired ones of its shard gone", n)
 			}
 		}
@@ -430,12 +430,12 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 		if rec := keyedCreate(t, env, key, fmt.Sprintf(`{"name":"late%d"}`, late)); rec.Code != http.StatusCreated {
 			t.Fatalf("late create %d: %d", late, rec.Code)
 		}
-		hit[s.keys.shard(catalog.NewIdempotencyKey(scope, key).ID)] = true
+		hit[s.keyed.keys.shard(catalog.NewIdempotencyKey(scope, key).ID)] = true
 		if late > 10000 {
 			t.Fatalf("keys of %d creates fell on %d shards only", late, len(hit))
 		}
 	}
-	if n, queued := s.keys.size(); n != late || queued != late {
+	if n, queued := s.keyed.keys.size(); n != late || queued != late {
 		t.Errorf("keys after the TTL: %d (expiry queue %d), want %d (the late ones)", n, queued, late)
 	}
 }
@@ -577,45 +577,6 @@ func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 		runtime.KeepAlive(tab)
 	}
 	b.ReportMetric(perKey, "B/key")
-}
-
-// A key's create is answered again only for the request that made it: the
-// category it made is that request, validated.
-func TestReplayOrRefuse(t *testing.T) {
-	t.Parallel()
-	made := catalog.Category{ID: 7, Name: "dog", Description: "loyal", HasDescription: true}.AppendJSON(nil)
-	long := strings.Repeat("é", 600) // past replayOrRefuse's buffer
-	madeLong := catalog.Category{ID: 8, Name: "dog", Description: long, HasDescription: true}.AppendJSON(nil)
-	for _, tc := range []struct {
-		name   string
-		nc     catalog.NewCategory
-		id     int64
-		made   []byte
-		replay bool
-	}{
-		{"same", catalog.NewCategory{Name: "dog", Description: "loyal", HasDescription: true}, 7, made, true},
-		{"same, long", catalog.NewCategory{Name: "dog", Description: long, HasDescription: true}, 8, madeLong, true},
-		{"other name", catalog.NewCategory{Name: "Dog", Description: "loyal", HasDescription: true}, 7, made, false},
-		{"other description", catalog.NewCategory{Name: "dog", Description: "loyal!", HasDescription: true}, 7, made, false},
-		{"no description", catalog.NewCategory{Name: "dog"}, 7, made, false},
-		{"empty description", catalog.NewCategory{Name: "dog", HasDescription: true}, 7, made, false},
-		{"long against short", catalog.NewCategory{Name: "dog", Description: long, HasDescription: true}, 7, made, false},
-	} {
-		got, err := replayOrRefuse(tc.nc, tc.id, tc.made)
-		switch {
-		case tc.replay && (err != nil || !got.replayed || got.id != tc.id || string(got.json) != string(tc.made)):
-			t.Errorf("%s: got %+v, %v; want a replay of %d", tc.name, got, err, tc.id)
-		case !tc.replay && err != catalog.ErrKeyReused:
-			t.Errorf("%s: got %+v, %v; want %v", tc.name, got, err, catalog.ErrKeyReused)
-		}
-	}
-	noDesc := catalog.Category{ID: 9, Name: "cat"}.AppendJSON(nil)
-	if _, err := replayOrRefuse(catalog.NewCategory{Name: "cat", HasDescription: true}, 9, noDesc); err != catalog.ErrKeyReused {
-		t.Errorf(`an empty description against none: %v, want %v`, err, catalog.ErrKeyReused)
-	}
-	if got, err := replayOrRefuse(catalog.NewCategory{Name: "cat"}, 9, noDesc); err != nil || !got.replayed {
-		t.Errorf("no description against none: %+v, %v; want a replay", got, err)
-	}
 }
 
 // Idempotency-Keys are scoped by the whole SHA-256 of the API key: two API

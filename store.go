@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -169,36 +170,91 @@ func applyBatch(x *catalog.Index, batch []*createRequest) {
 	x.Publish()
 }
 
-// createKeyed runs a create of the memory or the journal store under its
-// Idempotency-Key, if it has one: a key the table knows is answered from
-// it; a new one is claimed for the create, and settled by its outcome.
-// commit makes the create durable (or refuses it).
-func createKeyed(keys *idempotencyTable, x *catalog.Index, nc catalog.NewCategory, commit func(*createRequest)) (created, error) {
-	if k := nc.Key; k != nil {
-		switch outcome, id := keys.claim(k); outcome {
+// createPath is the one create path of every store: a create with an
+// Idempotency-Key the table knows is answered from it, a new key is
+// claimed for its create and settled by the outcome, and a create without
+// a key goes straight to commit. Its fields are the store's own steps,
+// set once when the store opens.
+type createPath struct {
+	keys *idempotencyTable
+	// get reads a category an earlier create of a key made.
+	get func(ctx context.Context, id int64) ([]byte, error)
+	// taken, if set, answers a keyed create without a commit when it can:
+	// done reports that it did, with the category to replay, or err.
+	taken func(ctx context.Context, nc catalog.NewCategory) (replayOf int64, done bool, err error)
+	// ready, if set, says why no create can be committed now, or nil.
+	ready func() error
+	// commit makes the create durable, refuses it, or finds that an
+	// earlier create with its key made a category (req.replayOf).
+	commit func(*createRequest)
+}
+
+// create runs the create of nc. The JSON of what it made is req.body, or
+// nil if the store has it yet to read (the etcd store's cache).
+func (k *createPath) create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+	key := nc.Key
+	if key != nil {
+		switch outcome, id := k.keys.claim(key); outcome {
 		case claimDone:
-			body, err := getFrom(x.Snapshot(), id)
-			if err != nil {
-				return created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %w", id, err)
-			}
-			return replayOrRefuse(nc, id, body)
+			return k.replay(ctx, nc, id)
 		case claimInFlight:
 			return created{}, catalog.ErrKeyInUse
 		}
-	}
-	req := newCreateRequest(nc)
-	commit(req)
-	if k := nc.Key; k != nil {
-		if req.err != nil {
-			keys.release(k) // a create that failed stores nothing: a retry starts afresh
-		} else {
-			keys.done(k, req.cat.ID, req.at)
+		if k.taken != nil {
+			if id, done, err := k.taken(ctx, nc); done {
+				k.keys.release(key)
+				if err != nil {
+					return created{}, err
+				}
+				return k.replay(ctx, nc, id)
+			}
 		}
 	}
-	if req.err != nil {
+	if k.ready != nil {
+		if err := k.ready(); err != nil {
+			if key != nil {
+				k.keys.release(key)
+			}
+			return created{}, err
+		}
+	}
+	req := newCreateRequest(nc)
+	k.commit(req)
+	if key != nil {
+		if req.err != nil || req.replayOf != 0 {
+			// Failed: a retry starts afresh. Made elsewhere: the store
+			// keeps that key (and its expiry); a retry asks it again.
+			k.keys.release(key)
+		} else {
+			k.keys.done(key, req.cat.ID, req.at)
+		}
+	}
+	switch {
+	case req.err != nil:
 		return created{}, req.err
+	case req.replayOf != 0:
+		return k.replay(ctx, nc, req.replayOf)
 	}
 	return created{id: req.cat.ID, json: req.body}, nil
+}
+
+// replay answers nc with category id, which an earlier create with the
+// same Idempotency-Key made: again, if nc asks for that category
+// (catalog.NewCategory.SameAs), or catalog.ErrKeyReused.
+func (k *createPath) replay(ctx context.Context, nc catalog.NewCategory, id int64) (created, error) {
+	made, err := k.get(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		// Not the client's 404: the key names a category the store
+		// should hold.
+		return created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %v", id, err)
+	}
+	if err != nil {
+		return created{}, err
+	}
+	if !nc.SameAs(made, id) {
+		return created{}, catalog.ErrKeyReused
+	}
+	return created{id: id, json: made, replayed: true}, nil
 }
 
 // failBatch gives err to every create of the batch that has no error yet.

@@ -73,6 +73,7 @@ type etcdStore struct {
 	// flight, and done ones to replay without a round trip. Keys made on
 	// other instances are found by the txn, whose compare they fail.
 	idem    *idempotencyTable
+	keyed   createPath
 	idemTTL time.Duration
 	now     func() time.Time // the clock of idempotency expiry
 
@@ -276,6 +277,7 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	go s.watchLoop(bgCtx)
 	go s.probeLoop(bgCtx)
 	s.w = newGroupWriter(etcdMaxBatch, s.commit, opts.onBatch)
+	s.keyed = createPath{keys: s.idem, get: s.Get, taken: s.keyedTaken, ready: s.Health, commit: s.w.do}
 	s.log.Info("etcd: connected", "endpoints", strings.Join(cfg.endpoints, ","), "prefix", string(s.keys.root),
 		"categories", s.idx.Snapshot().Len(), "revision", s.appliedRevision())
 	return s, nil
@@ -513,46 +515,11 @@ func (s *etcdStore) recordsRefused() uint64 { return s.refusedN.Load() }
 // another instance made is found by the txn (its key's compare fails) and
 // answered with that create's category.
 func (s *etcdStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
-	if k := nc.Key; k != nil {
-		// A key this instance knows is answered without a txn, also while
-		// it has no quorum, as long as its category is in the cache (it
-		// is, unless the watch fell behind: then Get reads etcd).
-		switch outcome, id := s.idem.claim(k); outcome {
-		case claimDone:
-			return s.replay(ctx, nc, id)
-		case claimInFlight:
-			return created{}, catalog.ErrKeyInUse
-		}
-		if s.nameCached(catalog.FoldName(nc.Name)) {
-			defer s.idem.release(k)
-			return s.keyedTaken(ctx, nc)
-		}
-		if err := s.Health(); err != nil {
-			s.idem.release(k)
-			return created{}, err
-		}
-	} else if err := s.Health(); err != nil {
-		return created{}, err
+	c, err := s.keyed.create(ctx, nc)
+	if err == nil && c.json == nil {
+		c.json = s.awaitCached(nc.WithID(c.id))
 	}
-	req := newCreateRequest(nc)
-	s.w.do(req)
-	if k := nc.Key; k != nil {
-		switch {
-		case req.err != nil, req.replayOf != 0:
-			// Failed: a retry starts afresh. Made elsewhere: etcd keeps
-			// it (and its expiry); a retry asks etcd again.
-			s.idem.release(k)
-		default:
-			s.idem.done(k, req.cat.ID, req.at)
-		}
-	}
-	if req.err != nil {
-		return created{}, req.err
-	}
-	if req.replayOf != 0 {
-		return s.replay(ctx, nc, req.replayOf)
-	}
-	return created{id: req.cat.ID, json: s.awaitCached(req.cat)}, nil
+	return c, err
 }
 
 // nameCached reports whether the cache holds a category named key
@@ -563,39 +530,29 @@ func (s *etcdStore) nameCached(key string) bool {
 	return s.idx.Has(key)
 }
 
-// keyedTaken answers a keyed create of a name the cache holds. It cannot
-// create anything, but it may be the retry of the create that took the
-// name, made on another instance: the key tells, and is read, not written.
-func (s *etcdStore) keyedTaken(ctx context.Context, nc catalog.NewCategory) (created, error) {
+// keyedTaken answers a keyed create of a name the cache holds, if it does.
+// It cannot create anything, but it may be the retry of the create that
+// took the name, made on another instance: the key tells, and is read, not
+// written.
+func (s *etcdStore) keyedTaken(ctx context.Context, nc catalog.NewCategory) (replayOf int64, done bool, err error) {
+	if !s.nameCached(catalog.FoldName(nc.Name)) {
+		return 0, false, nil
+	}
 	rctx, cancel := context.WithTimeout(ctx, 2*s.c.Timeout())
 	defer cancel()
 	r, err := s.c.Range(rctx, etcd.RangeRequest{Key: s.keys.idempotencyKey(nc.Key)})
 	if err != nil {
 		s.log.Warn("etcd: reading an Idempotency-Key failed", "err", err)
-		return created{}, catalog.ErrUnavailable
+		return 0, true, catalog.ErrUnavailable
 	}
 	if len(r.Kvs) == 0 {
-		return created{}, catalog.NameTaken(nc.Name)
+		return 0, true, catalog.NameTaken(nc.Name)
 	}
 	var claim keyClaim
 	if err := json.Unmarshal(r.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-		return created{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, textcut.Truncate(string(r.Kvs[0].Value), 80))
+		return 0, true, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, textcut.Truncate(string(r.Kvs[0].Value), 80))
 	}
-	if claim.Request != requestHex(nc) {
-		return created{}, catalog.ErrKeyReused
-	}
-	return s.replay(ctx, nc, claim.ID)
-}
-
-// replay answers nc with category id, which an earlier create with the
-// same Idempotency-Key made, or refuses it if it asks for another
-// category (see replayOrRefuse).
-func (s *etcdStore) replay(ctx context.Context, nc catalog.NewCategory, id int64) (created, error) {
-	made, err := s.Get(ctx, id)
-	if err != nil {
-		return created{}, err
-	}
-	return replayOrRefuse(nc, id, made)
+	return claim.ID, true, nil
 }
 
 // requestHex is the request fingerprint of nc in hex, as a key's claim in
@@ -1024,16 +981,15 @@ func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (
 			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, textcut.Truncate(string(key.Kvs[0].Value), 80))
 			return false, false
 		}
-		switch {
-		case claim.Token == p.token: // committed by an earlier attempt
+		if claim.Token == p.token { // committed by an earlier attempt
 			p.req.cat.ID = claim.ID
 			p.req.at = s.now()
 			return false, true
-		case claim.Request == requestHex(p.req.nc):
-			p.req.replayOf = claim.ID
-		default:
-			p.req.err = catalog.ErrKeyReused
 		}
+		// Made by another create with the key: the keyed create path
+		// replays it, or refuses this one if it asks for another
+		// category (catalog.NewCategory.SameAs).
+		p.req.replayOf = claim.ID
 		return false, false
 	}
 	if len(name.Kvs) == 0 {

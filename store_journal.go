@@ -19,12 +19,13 @@ import (
 // creates that arrive while a write is under way share the next write and
 // sync (group commit).
 type journalStore struct {
-	idx  *catalog.Index // written by the group writer's goroutine only
-	j    *journal.File
-	w    *groupWriter
-	keys *idempotencyTable
-	now  func() time.Time
-	max  int64 // categories at most
+	idx   *catalog.Index // written by the group writer's goroutine only
+	j     *journal.File
+	w     *groupWriter
+	keys  *idempotencyTable
+	keyed createPath
+	now   func() time.Time
+	max   int64 // categories at most
 
 	// appendLines writes a batch's records: j.Append, but for tests that
 	// fail it. It is called once per batch.
@@ -81,6 +82,7 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, max: opts.maxCategories, seen: make(map[string]struct{}), onCommit: opts.onCommit}
 	s.appendLines = j.Append
 	s.w = newGroupWriter(journal.MaxAppendLines, s.commit, opts.onBatch)
+	s.keyed = createPath{keys: keys, get: s.Get, commit: s.w.do}
 	return s, nil
 }
 
@@ -90,8 +92,8 @@ func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.Snapshot(), id)
 }
 
-func (s *journalStore) Create(_ context.Context, nc catalog.NewCategory) (created, error) {
-	return createKeyed(s.keys, s.idx, nc, s.w.do)
+func (s *journalStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+	return s.keyed.create(ctx, nc)
 }
 
 // commit makes a batch durable with one journal write, then applies it.

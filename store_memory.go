@@ -11,10 +11,10 @@ import (
 // nothing is written, and a restart starts empty. It is safe for
 // concurrent use: creates take a mutex, reads take a snapshot.
 type memoryStore struct {
-	idx  *catalog.Index
-	keys *idempotencyTable
-	now  func() time.Time
-	max  int64 // categories at most
+	idx   *catalog.Index
+	keyed createPath
+	now   func() time.Time
+	max   int64 // categories at most
 
 	mu      sync.Mutex // serialises creates
 	seen    map[string]struct{}
@@ -31,8 +31,9 @@ func newMemoryStore(opts storeOptions) *memoryStore {
 	if opts.maxCategories <= 0 {
 		opts.maxCategories = defaultMaxCategories
 	}
-	return &memoryStore{idx: catalog.NewIndex(0, 0), keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), now: opts.now,
-		max: opts.maxCategories, seen: make(map[string]struct{})}
+	s := &memoryStore{idx: catalog.NewIndex(0, 0), now: opts.now, max: opts.maxCategories, seen: make(map[string]struct{})}
+	s.keyed = createPath{keys: newIdempotencyTable(opts.idempotencyTTL, opts.now), get: s.Get, commit: s.commit}
+	return s
 }
 
 func (s *memoryStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
@@ -41,8 +42,8 @@ func (s *memoryStore) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.Snapshot(), id)
 }
 
-func (s *memoryStore) Create(_ context.Context, nc catalog.NewCategory) (created, error) {
-	return createKeyed(s.keys, s.idx, nc, s.commit)
+func (s *memoryStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+	return s.keyed.create(ctx, nc)
 }
 
 // commit stores one create.
