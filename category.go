@@ -16,7 +16,7 @@ type problem struct {
 	message string
 }
 
-// maxProblemsListed bounds the problems one message lists (decisions.md,
+// maxProblemsListed bounds the problems one message lists (docs/security.md,
 // "Hardening"): a body of a hundred thousand unknown members must not earn
 // an answer, and an access line, of megabytes.
 const maxProblemsListed = 10
@@ -147,7 +147,7 @@ func decodeText(field string, v []byte) (string, string) {
 }
 
 // Blank look-alikes: letters and symbols that print as nothing, which do not
-// make a name visible (README, "Categories").
+// make a name visible (docs/api.md, "Category rules").
 var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 
 // checkName returns what is wrong with a trimmed name, or "". A name must be
@@ -246,7 +246,7 @@ func isVisible(r rune) bool {
 func isEmojiSelector(r rune) bool { return r == '\uFE0E' || r == '\uFE0F' }
 
 // defaultIgnorables are the default-ignorable code points that names refuse
-// (README, "Categories"): characters that display as nothing.
+// (docs/api.md, "Category rules"): characters that display as nothing.
 var defaultIgnorables = [...][2]rune{
 	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
 	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x2060, 0x206F}, {0x3164, 0x3164}, {0xFE00, 0xFE0F},
@@ -344,7 +344,7 @@ func checkCodePoint(field string, r rune) string {
 // isAssigned reports whether r has a general category other than Cn
 // (unassigned, noncharacters included) in the build's tables. Cn is named by
 // what it is not: unicode.Cn and its place in unicode.C are recent (Go 1.26),
-// and go.mod says 1.24.
+// and go.mod allows older ones.
 func isAssigned(r rune) bool {
 	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z,
 		unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)

@@ -10,10 +10,6 @@ import (
 	"unicode"
 )
 
-// hiddenControls are the characters that must not appear raw in a log line
-// or an Error body: JSON leaves them raw, a terminal obeys them.
-var hiddenControls = []rune{0x7F, 0x80, 0x85, 0x9B, 0x9F, 0x061C, 0x200E, 0x200F, 0x202A, 0x202E, 0x2066, 0x2069}
-
 // mustNotHoldRaw fails when text holds a control or bidirectional control
 // character as itself.
 func mustNotHoldRaw(t *testing.T, what string, text []byte) {

@@ -64,7 +64,7 @@ type storeOptions struct {
 }
 
 // defaultMaxCategories is PETSTORE_MAX_CATEGORIES unless set: the worst
-// case it allows on disk and in memory is in README, "Catalogue size".
+// case it allows on disk and in memory is in docs/operations.md, "Catalogue size".
 const defaultMaxCategories = 1_000_000
 
 // openStore opens the store that PETSTORE_DATA names: ":memory:", an
