@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"petstore/internal/catalog"
+	"petstore/internal/store"
 	"runtime"
 	"strconv"
 	"strings"
@@ -49,15 +50,15 @@ func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 		// And how long a batch's write and fsync takes tells what its bytes
 		// cost (see bench/diskwrites.sh for the disk's side).
 		var batches, batched, commits, committing atomic.Int64
-		store, err := openStore(path, storeOptions{
-			onBatch:  func(n int) { batches.Add(1); batched.Add(int64(n)) },
-			onCommit: func(_ int, took time.Duration) { commits.Add(1); committing.Add(int64(took)) },
+		s, err := openStore(path, store.EtcdConfig{}, store.Options{
+			OnBatch:  func(n int) { batches.Add(1); batched.Add(int64(n)) },
+			OnCommit: func(_ int, took time.Duration) { commits.Add(1); committing.Add(int64(took)) },
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer store.Close()
-		env := newTestEnv(b, withStore(store), withLogTo(io.Discard))
+		defer s.Close()
+		env := newTestEnv(b, withStore(s), withLogTo(io.Discard))
 		runClients(b, clients, func(i int64) {
 			r := httptest.NewRequest("POST", "/v1/categories", strings.NewReader(`{"name":"category `+strconv.FormatInt(i, 10)+`"}`))
 			r.Header.Set("Authorization", "Bearer "+testKey)
@@ -222,7 +223,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		before := liveHeap()
-		s, err := openStore(path, storeOptions{})
+		s, err := openStore(path, store.EtcdConfig{}, store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

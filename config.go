@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"petstore/internal/store"
 	"petstore/internal/textcut"
 )
 
@@ -28,7 +29,7 @@ type config struct {
 	keyFileSeen  fileVersion // of the key file, as it was before loadConfig read it
 	generatedKey bool        // keys holds one key made up at start
 	dataPath     string
-	etcd         etcdConfig // when dataPath is an etcd:// or etcds:// URL
+	etcd         store.EtcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
@@ -68,7 +69,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 // caps on connections and categories into cfg.
 func loadLimits(getenv func(string) string, cfg *config) error {
 	var err error
-	cfg.idemTTL = defaultIdempotencyTTL
+	cfg.idemTTL = store.DefaultIdempotencyTTL
 	if v, set := lookup(getenv, "PETSTORE_IDEMPOTENCY_TTL"); set {
 		if cfg.idemTTL, err = time.ParseDuration(v); err != nil || cfg.idemTTL <= 0 {
 			return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
@@ -84,7 +85,7 @@ func loadLimits(getenv func(string) string, cfg *config) error {
 	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
 		return err
 	}
-	cfg.maxCats = defaultMaxCategories
+	cfg.maxCats = store.DefaultMaxCategories
 	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
 		var ok bool
 		if cfg.maxCats, ok = catalog.ParseID(v); !ok {
@@ -303,8 +304,8 @@ func withoutUserinfo(data string) string {
 // loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for
 // TLS) and the PETSTORE_ETCD_* variables. The password comes from a file
 // only: never from the environment or the URL, which ps and logs show.
-func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error) {
-	cfg := etcdConfig{prefix: "petstore", startTimeout: 30 * time.Second}
+func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, error) {
+	cfg := store.EtcdConfig{Prefix: "petstore", StartTimeout: 30 * time.Second}
 	scheme, rest, _ := strings.Cut(data, "://")
 	hosts, prefix, hasPrefix := strings.Cut(rest, "/")
 	if strings.ContainsAny(hosts, "@?#") || strings.ContainsAny(prefix, "?#") {
@@ -319,17 +320,17 @@ func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
 			return cfg, fmt.Errorf("PETSTORE_DATA: etcd endpoint %q is not HOST:PORT (e.g. 127.0.0.1:2379)", h)
 		}
-		cfg.endpoints = append(cfg.endpoints, urlScheme+net.JoinHostPort(host, port))
+		cfg.Endpoints = append(cfg.Endpoints, urlScheme+net.JoinHostPort(host, port))
 	}
 	if hasPrefix {
 		prefix = strings.Trim(prefix, "/")
 		if !validEtcdPrefix(prefix) {
 			return cfg, fmt.Errorf("PETSTORE_DATA: etcd prefix %q must be segments of letters, digits and ._- separated by /", prefix)
 		}
-		cfg.prefix = prefix
+		cfg.Prefix = prefix
 	}
 	if scheme == "etcds" {
-		cfg.caFile, _ = lookup(getenv, "PETSTORE_ETCD_CA_FILE")
+		cfg.CAFile, _ = lookup(getenv, "PETSTORE_ETCD_CA_FILE")
 	} else if _, set := lookup(getenv, "PETSTORE_ETCD_CA_FILE"); set {
 		return cfg, errors.New("PETSTORE_ETCD_CA_FILE is set but PETSTORE_DATA is etcd://, not etcds:// (TLS)")
 	}
@@ -345,8 +346,8 @@ func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error)
 		if err != nil {
 			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %w", err)
 		}
-		cfg.user, cfg.password = user, strings.TrimRight(string(pw), "\r\n")
-		if cfg.password == "" {
+		cfg.User, cfg.Password = user, strings.TrimRight(string(pw), "\r\n")
+		if cfg.Password == "" {
 			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %s is empty", passwordFile)
 		}
 	}
@@ -355,7 +356,7 @@ func loadEtcdConfig(getenv func(string) string, data string) (etcdConfig, error)
 		if err != nil || d <= 0 {
 			return cfg, fmt.Errorf("PETSTORE_ETCD_START_TIMEOUT: %q is not a positive Go duration such as 30s", v)
 		}
-		cfg.startTimeout = d
+		cfg.StartTimeout = d
 	}
 	return cfg, nil
 }

@@ -3,18 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"petstore/internal/catalog"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,54 +345,4 @@ func testFarIDsNoRead(t *testing.T, cluster *etcdtest.Cluster, client *http.Clie
 	foreignPut(t, cluster, "/far/counter", []byte("2"))
 	resp, body := send(t, client, "GET", svc.url("/v1/categories/2"), e2eKey, "", nil)
 	wantStatus(t, "GET of an id another writer made", resp, body, http.StatusOK)
-}
-
-// Concurrent GETs of one id the cache does not have share one read of
-// etcd. The fake gateway holds that read until all the GETs would have sent
-// theirs, or for a while.
-func TestEtcdReadThroughCoalesced(t *testing.T) {
-	f, _ := etcdtest.NewFake(t, "3.4")
-	key := "/p/categories/0000000000000000005"
-	var reads atomic.Int32
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var in etcd.RangeRequest
-		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil && string(in.Key) == key {
-			reads.Add(1)
-			<-release
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		f.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	s := openFakeStore(t, etcdConfig{endpoints: []string{srv.URL}})
-	f.Put(key, []byte(`{"id":5,"name":"elsewhere"}`))
-
-	const n = 20
-	var wg sync.WaitGroup
-	bodies := make(chan string, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body, err := s.Get(context.Background(), 5)
-			bodies <- fmt.Sprint(string(body), err)
-		}()
-	}
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for reads.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
-	close(release)
-	wg.Wait()
-	close(bodies)
-	for b := range bodies {
-		if b != `{"id":5,"name":"elsewhere"}<nil>` {
-			t.Errorf("a GET got %s", b)
-		}
-	}
-	if got := reads.Load(); got != 1 {
-		t.Errorf("%d concurrent GETs of id 5 made %d reads of etcd, want 1", n, got)
-	}
 }

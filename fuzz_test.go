@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"petstore/internal/catalog"
+	"petstore/internal/store"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -174,10 +175,10 @@ var heavyCreateBodies = []string{
 
 func TestCreateHeavyBodies(t *testing.T) {
 	t.Parallel()
-	store := &freshStore{}
-	env := newTestEnv(t, withStore(store), withLogTo(io.Discard))
+	fresh := &freshStore{}
+	env := newTestEnv(t, withStore(fresh), withLogTo(io.Discard))
 	for _, body := range heavyCreateBodies {
-		checkCreateBody(t, env, store, []byte(body))
+		checkCreateBody(t, env, fresh, []byte(body))
 	}
 }
 
@@ -481,9 +482,9 @@ func FuzzCreateCategory(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	oneProcPerFuzzWorker(f)
-	store := &freshStore{}
-	env := newTestEnv(f, withStore(store), withLogTo(io.Discard))
-	f.Fuzz(func(t *testing.T, body []byte) { checkCreateBody(t, env, store, body) })
+	fresh := &freshStore{}
+	env := newTestEnv(f, withStore(fresh), withLogTo(io.Discard))
+	f.Fuzz(func(t *testing.T, body []byte) { checkCreateBody(t, env, fresh, body) })
 }
 
 // oneProcPerFuzzWorker gives a fuzzing worker process one P. The engine
@@ -502,11 +503,11 @@ func oneProcPerFuzzWorker(f *testing.F) {
 }
 
 // checkCreateBody is one input of FuzzCreateCategory.
-func checkCreateBody(t *testing.T, env *testEnv, store *freshStore, body []byte) {
+func checkCreateBody(t *testing.T, env *testEnv, fresh *freshStore, body []byte) {
 	// An empty store per input: the answer depends on the input alone,
 	// so any failure reproduces from its corpus file. Inputs of one
 	// worker run one at a time.
-	store.Store = newMemoryStore(storeOptions{})
+	fresh.Store = store.NewMemory(store.Options{})
 	want := judgeCreateBody(body)
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
 

@@ -94,11 +94,11 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 			return
 		}
 		var buf [40]byte
-		w.Header()["Location"] = []string{string(strconv.AppendInt(append(buf[:0], "/v1/categories/"...), c.id, 10))}
-		if c.replayed {
+		w.Header()["Location"] = []string{string(strconv.AppendInt(append(buf[:0], "/v1/categories/"...), c.ID, 10))}
+		if c.Replayed {
 			w.Header()["Idempotent-Replayed"] = replayed
 		}
-		writeJSON(w, http.StatusCreated, c.json)
+		writeJSON(w, http.StatusCreated, c.JSON)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"petstore/internal/rawjson"
+	"petstore/internal/store"
 	"strings"
 	"sync"
 	"testing"
@@ -101,7 +102,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 		t.Fatalf("default config: %v", err)
 	}
 	d := deps{
-		store:  newMemoryStore(storeOptions{}),
+		store:  store.NewMemory(store.Options{}),
 		keys:   newKeyring([]string{testKey, testKey2}),
 		log:    newJSONLogger(logs),
 		access: logs,

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
 	"petstore/internal/journal"
+	"petstore/internal/store"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,64 +86,6 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 
 // scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.
 func scopeOf(apiKey string) keyDigest { return keyDigest(sha256.Sum256([]byte(apiKey))) }
-
-func TestIdempotencyTable(t *testing.T) {
-	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
-	k := *catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
-	if got, _ := tab.claim(&k); got != claimNew {
-		t.Fatalf("first claim: got %v, want new", got)
-	}
-	if got, _ := tab.claim(&k); got != claimInFlight {
-		t.Fatalf("claim while in flight: got %v", got)
-	}
-	tab.release(&k)
-	if got, _ := tab.claim(&k); got != claimNew {
-		t.Fatalf("claim after a release: got %v, want new (a failed create stores nothing)", got)
-	}
-	tab.done(&k, 7, clock.now())
-	if got, id := tab.claim(&k); got != claimDone || id != 7 {
-		t.Fatalf("a key done: got %v %d, want done, category 7", got, id)
-	}
-	otherScope := catalog.NewIdempotencyKey(scopeOf("bbbb1111"), k.Text)
-	if got, _ := tab.claim(otherScope); got != claimNew {
-		t.Fatalf("same key from another API key: got %v, want new", got)
-	}
-	clock.advance(time.Hour - time.Nanosecond)
-	if got, _ := tab.claim(&k); got != claimDone {
-		t.Fatalf("just before expiry: got %v, want done", got)
-	}
-	clock.advance(time.Nanosecond)
-	if got, _ := tab.claim(&k); got != claimNew {
-		t.Fatalf("after expiry: got %v, want new", got)
-	}
-	// The claim dropped the expired entry; what is left: otherScope's
-	// claim and k's new one, both in flight.
-	if n, _ := tab.size(); n != 2 {
-		t.Fatalf("keys after expiry: %d, want 2", n)
-	}
-	old := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")
-	tab.load(old.ID, 3, clock.now().Add(-2*time.Hour))
-	if got, _ := tab.claim(catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")); got != claimNew {
-		t.Fatalf("a key loaded already expired: got %v, want new", got)
-	}
-	// A key made more than a TTL ahead of the clock is a damaged time
-	// (in the year 3000, its expiry in Unix nanoseconds would overflow):
-	// not loaded, rather than kept for ever or taken for one in flight.
-	for _, created := range []time.Time{clock.now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		future := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "future "+created.String())
-		tab.load(future.ID, 4, created)
-		if got, _ := tab.claim(future); got != claimNew {
-			t.Errorf("a key loaded from %v: got %v, want new", created, got)
-		}
-	}
-	soon := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "soon")
-	tab.load(soon.ID, 5, clock.now().Add(time.Minute)) // a clock set back a little
-	if got, id := tab.claim(soon); got != claimDone || id != 5 {
-		t.Errorf("a key loaded from a minute ahead: got %v %d, want done, category 5", got, id)
-	}
-}
 
 // keyedCreate posts body with an Idempotency-Key through env, as testKey
 // (or apiKey, when given).
@@ -273,7 +212,7 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
-	withClock := func(o *storeOptions) { o.now, o.idempotencyTTL = clock.now, time.Hour }
+	withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.now, time.Hour }
 	s := openTestStore(t, path, withClock)
 	env := newTestEnv(t, withStore(s))
 	for _, k := range []string{"early", "late"} {
@@ -299,66 +238,6 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	if rec := keyedCreate(t, env2, "early", `{"name":"other"}`); rec.Header().Get("Idempotent-Replayed") != "true" {
 		t.Errorf("the re-used key after a restart: got %d, want a replay of its second create", rec.Code)
 	}
-	clock.advance(time.Hour)
-	s2.Close()
-	s3 := openTestStore(t, path, withClock)
-	if n, _ := s3.keys.size(); n != 0 {
-		t.Errorf("keys loaded from a journal whose keys have all expired: %d, want 0", n)
-	}
-}
-
-// A shard's expiry queue gives back its room once most of it has expired.
-func TestIdempotencyShardCompacts(t *testing.T) {
-	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
-	var id catalog.KeyID // all in the shard of id[0] == 0
-	for i := range 3000 {
-		id[1], id[2] = byte(i), byte(i>>8)
-		tab.load(id, int64(i+1), clock.now())
-		if i == 1999 {
-			clock.advance(time.Minute) // the last 1000 expire a minute later
-		}
-	}
-	sh := tab.shard(id)
-	clock.advance(time.Hour - 30*time.Second) // between the two expiries
-	id[1], id[2] = 0xff, 0xff
-	if got, _ := tab.claim(&catalog.IdempotencyKey{ID: id}); got != claimNew {
-		t.Fatalf("claim: got %v, want new", got)
-	}
-	if n, queued := tab.size(); n != 1001 || queued != 1000 {
-		t.Errorf("after 2000 of 3000 expired: %d keys (%d queued), want 1001 (1000)", n, queued)
-	}
-	if len(sh.expiring) != 1000 || sh.next != 0 {
-		t.Errorf("expiry queue: %d long, %d dropped at its front; want 1000 and 0 (compacted)", len(sh.expiring), sh.next)
-	}
-}
-
-// Keys whose claims all fall on one shard (a client can try keys until
-// they do) do not keep the expired keys of the other shards in memory:
-// claims sweep every shard in turn.
-func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
-	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
-	var id catalog.KeyID
-	id[0] = 5
-	for i := range 100 {
-		id[1] = byte(i)
-		tab.load(id, int64(i+1), clock.now())
-	}
-	clock.advance(2 * time.Hour)
-	id[0] = 0 // every claim on shard 0
-	claims := keyShards * sweepEvery
-	for i := range claims {
-		id[1], id[2] = byte(i), byte(i>>8)
-		if got, _ := tab.claim(&catalog.IdempotencyKey{ID: id}); got != claimNew {
-			t.Fatalf("claim %d: got %v, want new", i, got)
-		}
-	}
-	if n, _ := tab.size(); n != claims {
-		t.Errorf("keys after %d claims on another shard: got %d, want %d (the expired ones of shard 5 gone)", claims, n, claims)
-	}
 }
 
 // A key lives at least the TTL from its create, also when the create is
@@ -373,7 +252,7 @@ func TestIdempotencyKeyLivesTheTTL(t *testing.T) {
 			clock := newTestClock()
 			clock.advance(700 * time.Millisecond)
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
-			withClock := func(o *storeOptions) { o.now, o.idempotencyTTL = clock.now, ttl }
+			withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.now, ttl }
 			env := newTestEnv(t, withStore(openTestStore(t, path, withClock)))
 			if rec := keyedCreate(t, env, "k", `{"name":"dog"}`); rec.Code != http.StatusCreated {
 				t.Fatalf("create: got %d %s", rec.Code, rec.Body)
@@ -400,46 +279,6 @@ func TestIdempotencyKeyLivesTheTTL(t *testing.T) {
 	}
 }
 
-// Expired keys leave memory as new creates come, without any sweep called
-// by hand: memory follows the keys made within the TTL. A claim sweeps its
-// own shard, so creates whose keys fall on every shard reach them all.
-func TestIdempotencyKeysLeaveMemory(t *testing.T) {
-	t.Parallel()
-	clock := newTestClock()
-	s := newMemoryStore(storeOptions{now: clock.now, idempotencyTTL: time.Hour})
-	env := newTestEnv(t, withStore(s))
-	for i := range 3000 {
-		if rec := keyedCreate(t, env, fmt.Sprintf("k%d", i), fmt.Sprintf(`{"name":"n%d"}`, i)); rec.Code != http.StatusCreated {
-			t.Fatalf("create %d: %d", i, rec.Code)
-		}
-		clock.advance(time.Second)
-	}
-	if n, queued := s.keyed.keys.size(); n != 3000 || queued != 3000 {
-		t.Fatalf("keys within the TTL: %d (expiry queue %d), want 3000", n, queued)
-	}
-	clock.advance(time.Hour)
-	scope := keyDigest(sha256.Sum256([]byte(testKey)))
-	late := 0
-	for hit := map[*keyShard]bool{}; len(hit) < keyShards; late++ {
-		if late == 1 {
-			if n, _ := s.keyed.keys.size(); n > 3000-3000/keyShards/2 {
-				t.Errorf("keys after the TTL and one create: %d, want the expired ones of its shard gone", n)
-			}
-		}
-		key := fmt.Sprintf("late%d", late)
-		if rec := keyedCreate(t, env, key, fmt.Sprintf(`{"name":"late%d"}`, late)); rec.Code != http.StatusCreated {
-			t.Fatalf("late create %d: %d", late, rec.Code)
-		}
-		hit[s.keyed.keys.shard(catalog.NewIdempotencyKey(scope, key).ID)] = true
-		if late > 10000 {
-			t.Fatalf("keys of %d creates fell on %d shards only", late, len(hit))
-		}
-	}
-	if n, queued := s.keyed.keys.size(); n != late || queued != late {
-		t.Errorf("keys after the TTL: %d (expiry queue %d), want %d (the late ones)", n, queued, late)
-	}
-}
-
 // The journal format: a version-1 or version-2 file starts and is rewritten
 // to version 3; version-2 records with a key are read (their keys, scoped
 // by the API key's fingerprint, lapse: see catalog.KeyID);
@@ -451,9 +290,9 @@ func TestJournalFormatVersions(t *testing.T) {
 	// The version-2 record's key as petstore wrote it then: scoped by the
 	// API key's 8-hex fingerprint.
 	legacy := sha256.Sum256([]byte(keyDigest(sha256.Sum256([]byte(testKey))).fingerprint() + "\x00old-key"))
-	fp := requestFingerprint(catalog.NewCategory{Name: "bird"})
+	fp := sha256.Sum256([]byte("bird")) // the request fingerprint of {"name":"bird"}, as that version wrote it
 	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(legacy[:16]) + `","request":"` +
-		hex.EncodeToString(fp[:]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
+		hex.EncodeToString(fp[:16]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`
 	for _, tc := range []struct{ name, content string }{
 		{"version 1", `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"},
 		{"version 2", `{"format":"petstore-categories","version":2}` + "\n" + `{"id":1,"name":"dog"}` + "\n" + v2Record + "\n"},
@@ -511,7 +350,7 @@ func TestJournalFormatVersions(t *testing.T) {
 	if err := os.WriteFile(newer, []byte(journal.Header(5)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openStore(newer, storeOptions{}); err == nil || !strings.Contains(err.Error(), "version 5 is not supported by this petstore, which reads versions 1 to 4") {
+	if _, err := openStore(newer, store.EtcdConfig{}, store.Options{}); err == nil || !strings.Contains(err.Error(), "version 5 is not supported by this petstore, which reads versions 1 to 4") {
 		t.Errorf("a version-5 file: got %v", err)
 	}
 }
@@ -542,7 +381,7 @@ func TestJournalKeyMemberDamage(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := openStore(path, storeOptions{}); err == nil || !strings.Contains(err.Error(), path+":2:") {
+		if _, err := openStore(path, store.EtcdConfig{}, store.Options{}); err == nil || !strings.Contains(err.Error(), path+":2:") {
 			t.Errorf("member %s: got %v, want damage at line 2", member, err)
 		}
 	}
@@ -551,61 +390,7 @@ func TestJournalKeyMemberDamage(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openStore(path, storeOptions{}); err != nil {
+	if _, err := openStore(path, store.EtcdConfig{}, store.Options{}); err != nil {
 		t.Errorf("a spaced member: %v", err)
-	}
-}
-
-// BenchmarkIdempotencyKeyMemory measures the heap one stored key takes in
-// the table (a 36-character UUID and its scope): the
-// memory keys hold is this times the keys created within the TTL.
-//
-//	go test -run '^$' -bench BenchmarkIdempotencyKeyMemory .
-func BenchmarkIdempotencyKeyMemory(b *testing.B) {
-	const n = 100_000
-	var perKey float64
-	for range b.N {
-		before := liveHeap()
-		tab := newIdempotencyTable(time.Hour, nil)
-		now := time.Now()
-		for i := range n {
-			k := catalog.NewIdempotencyKey(scopeOf("9f86d081"), fmt.Sprintf("8e03978e-40d5-43e8-bc93-%012d", i))
-			tab.claim(k)
-			tab.done(k, int64(i+1), now)
-		}
-		perKey = float64(liveHeap()-before) / n
-		runtime.KeepAlive(tab)
-	}
-	b.ReportMetric(perKey, "B/key")
-}
-
-// Idempotency-Keys are scoped by the whole SHA-256 of the API key: two API
-// keys whose digests share the first 4 bytes (the 8-hex fingerprint that
-// logs show, which another client could match by trying keys) share no
-// Idempotency-Key: not in the table, not in the journal's ids, not in
-// etcd's keys.
-func TestIdempotencyScopeIsTheWholeDigest(t *testing.T) {
-	t.Parallel()
-	a := scopeOf(testKey)
-	b := a
-	b[len(b)-1] ^= 1
-	if a.fingerprint() != b.fingerprint() {
-		t.Fatalf("the two scopes must share their fingerprint")
-	}
-	ka, kb := catalog.NewIdempotencyKey(a, "same-key"), catalog.NewIdempotencyKey(b, "same-key")
-	if ka.ID == kb.ID {
-		t.Errorf("table and journal id: the same for two API keys of one fingerprint")
-	}
-	tab := newIdempotencyTable(time.Hour, nil)
-	if got, _ := tab.claim(ka); got != claimNew {
-		t.Fatalf("first claim: got %v, want new", got)
-	}
-	tab.done(ka, 1, time.Now())
-	if got, id := tab.claim(kb); got != claimNew {
-		t.Errorf("the other API key's claim of the same key: got %v (category %d), want new", got, id)
-	}
-	keys := newEtcdKeys("petstore")
-	if ea, eb := keys.idempotencyKey(ka), keys.idempotencyKey(kb); bytes.Equal(ea, eb) {
-		t.Errorf("etcd key: %s for both API keys", ea)
 	}
 }

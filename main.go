@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/connlimit"
 	"petstore/internal/logsink"
+	"petstore/internal/store"
 )
 
 func main() {
@@ -201,23 +202,23 @@ func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer
 // openStoreFor opens the store PETSTORE_DATA names, reporting its commits to
 // commits. The returned func closes it (again, if serve closed it already).
 func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, commits *commitMetrics) (Store, func(), error) {
-	opts := storeOptions{log: log, onCommit: commits.observe, etcd: cfg.etcd, idempotencyTTL: cfg.idemTTL, maxCategories: cfg.maxCats}
+	opts := store.Options{Log: log, OnCommit: commits.observe, IdempotencyTTL: cfg.idemTTL, MaxCategories: cfg.maxCats}
 	stopBoost := func() {}
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local disk sync for a second P to overlap.
 	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
 		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
-			opts.onBatch = boost.batch
+			opts.OnBatch = boost.batch
 			stopBoost = boost.stop
 		}
 	}
-	store, err := openStore(cfg.dataPath, opts)
+	s, err := openStore(cfg.dataPath, cfg.etcd, opts)
 	if err != nil {
 		stopBoost()
 		return nil, nil, fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	return store, func() {
-		store.Close()
+	return s, func() {
+		s.Close()
 		stopBoost()
 	}, nil
 }

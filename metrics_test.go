@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"petstore/internal/store"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,7 +236,7 @@ func parseLabels(t *testing.T, name string) map[string]string {
 func TestMetricsCountCommits(t *testing.T) {
 	t.Parallel()
 	commits := newCommitMetrics()
-	s := openTestStore(t, t.TempDir()+"/cats.jsonl", func(o *storeOptions) { o.onCommit = commits.observe })
+	s := openTestStore(t, t.TempDir()+"/cats.jsonl", func(o *store.Options) { o.OnCommit = commits.observe })
 	env := newTestEnv(t, withStore(s), func(d *deps, _ *[]route) { d.commits = commits })
 	env.mustCreate(t, "dog")
 	env.mustCreate(t, "cat")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"petstore/internal/store"
 	"slices"
 	"sync"
 	"testing"
@@ -14,8 +15,8 @@ import (
 )
 
 // withMaxCategories sets the catalogue cap of a store's options.
-func withMaxCategories(n int64) func(*storeOptions) {
-	return func(o *storeOptions) { o.maxCategories = n }
+func withMaxCategories(n int64) func(*store.Options) {
+	return func(o *store.Options) { o.MaxCategories = n }
 }
 
 // The catalogue cap through the real mux, for the memory and the journal
@@ -27,12 +28,12 @@ func TestCatalogueCap(t *testing.T) {
 	for _, kind := range []string{"memory", "journal"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			var store Store = newMemoryStore(storeOptions{maxCategories: 3})
+			var s Store = store.NewMemory(store.Options{MaxCategories: 3})
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
 			if kind == "journal" {
-				store = openTestStore(t, path, withMaxCategories(3))
+				s = openTestStore(t, path, withMaxCategories(3))
 			}
-			env := newTestEnv(t, withStore(store))
+			env := newTestEnv(t, withStore(s))
 			for i := range 2 {
 				mustStatus(t, postCategory(t, env, fmt.Sprintf(`{"name":"cat %d"}`, i)), http.StatusCreated)
 			}
@@ -81,11 +82,11 @@ func TestCatalogueCapConcurrentCreates(t *testing.T) {
 	for _, kind := range []string{"memory", "journal"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			var store Store = newMemoryStore(storeOptions{maxCategories: limit})
+			var s Store = store.NewMemory(store.Options{MaxCategories: limit})
 			if kind == "journal" {
-				store = openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), withMaxCategories(limit))
+				s = openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), withMaxCategories(limit))
 			}
-			env := newTestEnv(t, withStore(store))
+			env := newTestEnv(t, withStore(s))
 			var mu sync.Mutex
 			statuses := map[int]int{}
 			var wg sync.WaitGroup

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,9 +10,9 @@ import (
 	"path/filepath"
 	"petstore/internal/catalog"
 	"petstore/internal/journal"
+	"petstore/internal/store"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -30,37 +29,52 @@ func TestJournalHeaderIsTheCurrentVersion(t *testing.T) {
 
 // openTestStore opens the journal store at path and closes it at the end of
 // the test.
-func openTestStore(t testing.TB, path string, opts ...func(*storeOptions)) *journalStore {
+func openTestStore(t testing.TB, path string, opts ...func(*store.Options)) *store.Journal {
 	t.Helper()
-	var o storeOptions
+	var o store.Options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s, err := openStore(path, o)
+	s, err := openStore(path, store.EtcdConfig{}, o)
 	if err != nil {
 		t.Fatalf("openStore(%s): %v", path, err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s.(*journalStore)
+	return s.(*store.Journal)
 }
 
 // withStoreLog sends the store's log lines to w.
-func withStoreLog(w io.Writer) func(*storeOptions) {
-	return func(o *storeOptions) { o.log = slog.New(slog.NewJSONHandler(w, nil)) }
+func withStoreLog(w io.Writer) func(*store.Options) {
+	return func(o *store.Options) { o.Log = slog.New(slog.NewJSONHandler(w, nil)) }
 }
 
 // mustStoreCreate creates a category named name in s and checks that the
 // JSON answered is that category's.
-func mustStoreCreate(t *testing.T, s Store, name string) created {
+func mustStoreCreate(t *testing.T, s Store, name string) store.Created {
 	t.Helper()
 	c, err := s.Create(context.Background(), catalog.NewCategory{Name: name})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", name, err)
 	}
-	if want := string(catalog.Category{ID: c.id, Name: name}.AppendJSON(nil)); string(c.json) != want || c.replayed {
-		t.Fatalf("Create(%q): got %s (replayed %v), want %s", name, c.json, c.replayed, want)
+	if want := string(catalog.Category{ID: c.ID, Name: name}.AppendJSON(nil)); string(c.JSON) != want || c.Replayed {
+		t.Fatalf("Create(%q): got %s (replayed %v), want %s", name, c.JSON, c.Replayed, want)
 	}
 	return c
+}
+
+// writeJournal writes a journal holding records, one per line, after the
+// header, and returns its path.
+func writeJournal(t *testing.T, records ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	content := journalHeader + "\n"
+	for _, r := range records {
+		content += r + "\n"
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // snapshotOf returns what s lists now.
@@ -73,94 +87,9 @@ func snapshotOf(t testing.TB, s Store) *catalog.Snapshot {
 	return snap
 }
 
-func listString(t testing.TB, s Store) string {
-	t.Helper()
-	var b strings.Builder
-	snapshotOf(t, s).WriteTo(&b)
-	return b.String()
-}
-
-func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "dir", "cats.jsonl")
-	s := openTestStore(t, path)
-	mustStoreCreate(t, s, "dog")
-	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "cat", Description: "meow \"quoted\" <b>", HasDescription: true}); err != nil {
-		t.Fatal(err)
-	}
-	mustStoreCreate(t, s, "Rabbit")
-	before := listString(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perm := info.Mode().Perm(); perm != 0o600 {
-		t.Errorf("journal permissions: got %o, want 600", perm)
-	}
-	dirInfo, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perm := dirInfo.Mode().Perm(); perm != 0o700 {
-		t.Errorf("created directory permissions: got %o, want 700", perm)
-	}
-	data, _ := os.ReadFile(path)
-	if first, _, _ := strings.Cut(string(data), "\n"); first != journalHeader {
-		t.Errorf("first line: got %q, want the header %q", first, journalHeader)
-	}
-
-	s2 := openTestStore(t, path)
-	if got := listString(t, s2); got != before {
-		t.Errorf("after reopen: got %s, want %s", got, before)
-	}
-	if c := mustStoreCreate(t, s2, "hamster"); c.id != 4 {
-		t.Errorf("next id after reopen: got %d, want 4", c.id)
-	}
-	if _, err := s2.Create(context.Background(), catalog.NewCategory{Name: "DOG"}); err == nil {
-		t.Errorf("uniqueness after reopen: creating DOG succeeded, want a conflict")
-	}
-}
-
-// A record the store refuses stops the journal's replay, naming its line
-// (the journal's own damage, torn ends and headers are tested in
-// internal/journal).
-func TestJournalStoreRecordDamageNamesTheLine(t *testing.T) {
-	const head = journalHeader + "\n"
-	for _, tc := range []struct {
-		name, content, want string
-	}{
-		{"complete bad last line", head + `{"id":1,"name":"dog"}` + "\n" + `{"id":2}` + "\n", ":3: record lacks an id or a name"},
-		{"ids not increasing", head + `{"id":2,"name":"dog"}` + "\n" + `{"id":2,"name":"cat"}` + "\n" + `{"id":3,"name":"x"}` + "\n", ":3: id 2 does not follow id 2"},
-		{"unknown member", head + `{"id":1,"name":"dog","colour":"red"}` + "\n" + `{"id":2,"name":"x"}` + "\n", `:2: unexpected member "colour"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "cats.jsonl")
-			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, err := openStore(path, storeOptions{})
-			if err == nil {
-				t.Fatalf("open succeeded, want an error")
-			}
-			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q: want it to name %s and %q", err, path, tc.want)
-			}
-			if data, _ := os.ReadFile(path); string(data) != tc.content {
-				t.Errorf("a damaged journal was modified: got %q", data)
-			}
-			if _, err := os.Stat(path + ".torn"); err == nil {
-				t.Errorf("a .torn file was written for damage that is not a torn tail")
-			}
-		})
-	}
-}
-
 func TestMemoryStoreWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(memoryPath, storeOptions{})
+	s, err := openStore(memoryPath, store.EtcdConfig{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,53 +103,44 @@ func TestMemoryStoreWritesNothing(t *testing.T) {
 	}
 }
 
-// A write that fails answers 500 and leaves the store, the ids and the file
-// as they were; the store then refuses creates until restarted.
-func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cats.jsonl")
-	s := openTestStore(t, path)
-	env := newTestEnv(t, withStore(s))
-	env.mustCreate(t, "dog")
-	before := listString(t, s)
-
-	// The journal's own half (the file cut back, ErrBroken) is tested in
-	// internal/journal; here the store meets the error it returns.
-	s.appendLines = func([]byte) error {
-		return fmt.Errorf("appending to %s: %w", path, errors.Join(os.ErrClosed, journal.ErrBroken))
-	}
-
+// A create the store fails answers 500 without the cause, which goes to
+// the log, and a store that says it is unhealthy fails /healthz (the store's
+// own half is tested in internal/store).
+func TestFailedCreateAnswers500(t *testing.T) {
+	cause := fmt.Errorf("appending to /data/cats.jsonl: %w", os.ErrClosed)
+	env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: cause}))
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`})
 	eb := mustError(t, rec, http.StatusInternalServerError, codeInternal)
-	if strings.Contains(eb.Message, path) || strings.Contains(eb.Message, "file already closed") {
+	if strings.Contains(eb.Message, "/data/cats.jsonl") || strings.Contains(eb.Message, "file already closed") {
 		t.Errorf("500 message leaks internals: %q", eb.Message)
 	}
-	if got := listString(t, s); got != before {
-		t.Errorf("list after failed write: got %s, want %s", got, before)
-	}
-	if got := s.idx.LastID(); got != 1 {
-		t.Errorf("id sequence after failed write: got %d, want 1", got)
-	}
-	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"rabbit"}`}), http.StatusInternalServerError, codeInternal)
 	mustError(t, env.do(t, request{method: "GET", path: "/healthz"}), http.StatusInternalServerError, codeInternal)
 	if !strings.Contains(env.logs.String(), "file already closed") {
 		t.Errorf("the cause is not in the log: %s", env.logs)
 	}
-	s.Close()
-
-	s2 := openTestStore(t, path)
-	if got := listString(t, s2); got != before {
-		t.Errorf("after restart: got %s, want %s", got, before)
-	}
-	if c := mustStoreCreate(t, s2, "cat"); c.id != 2 {
-		t.Errorf("next id after restart: got %d, want 2", c.id)
+	if n := len(env.mustList(t)); n != 0 {
+		t.Errorf("categories after a failed create: got %d, want 0", n)
 	}
 }
+
+// failingStore is a store whose creates fail with err, and which says so
+// in Health.
+type failingStore struct {
+	Store
+	err error
+}
+
+func (s failingStore) Create(context.Context, catalog.NewCategory) (store.Created, error) {
+	return store.Created{}, s.err
+}
+
+func (s failingStore) Health() error { return s.err }
 
 // heldWriter is a journal store whose group writer stops on its first
 // batch until released, so that a test can queue creates behind it and know
 // exactly how they are batched.
 type heldWriter struct {
-	*journalStore
+	*store.Journal
 	batches chan int // the size of each batch the writer takes
 	release func()   // lets the writer go on; safe to call more than once
 }
@@ -228,65 +148,20 @@ type heldWriter struct {
 // openHeldStore opens the journal at path with its writer held (see
 // heldWriter). The writer is released at the end of the test in any case,
 // or it (and Close) would stay stuck after a failed wait.
-func openHeldStore(t *testing.T, path string, opts ...func(*storeOptions)) *heldWriter {
+func openHeldStore(t *testing.T, path string, opts ...func(*store.Options)) *heldWriter {
 	t.Helper()
 	batches := make(chan int, 1024)
 	gate := make(chan struct{})
 	var first, once sync.Once
 	h := &heldWriter{batches: batches, release: func() { once.Do(func() { close(gate) }) }}
-	h.journalStore = openTestStore(t, path, append(opts, func(o *storeOptions) {
-		o.onBatch = func(n int) {
+	h.Journal = openTestStore(t, path, append(opts, func(o *store.Options) {
+		o.OnBatch = func(n int) {
 			batches <- n
 			first.Do(func() { <-gate })
 		}
 	})...)
 	t.Cleanup(h.release)
 	return h
-}
-
-// Creates waiting while a write is under way share the next write and fsync.
-func TestJournalGroupCommit(t *testing.T) {
-	const clients = 64
-	var commits atomic.Int64
-	s := openHeldStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *storeOptions) {
-		o.onCommit = func(int, time.Duration) { commits.Add(1) }
-	})
-
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	create := func(i int) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.Create(context.Background(), catalog.NewCategory{Name: fmt.Sprintf("name-%d", i)})
-			errs <- err
-		}()
-	}
-	create(0)
-	if n := nextBatch(t, s.batches); n != 1 {
-		t.Fatalf("first batch: got %d creates, want 1", n)
-	}
-	for i := 1; i < clients; i++ {
-		create(i)
-	}
-	waitFor(t, "the other creates to queue", func() bool { return len(s.w.queue) == clients-1 })
-	s.release()
-	if n := nextBatch(t, s.batches); n != clients-1 {
-		t.Errorf("second batch: got %d creates, want %d", n, clients-1)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-	}
-	if got := commits.Load(); got != 2 {
-		t.Errorf("fsyncs for %d concurrent creates: got %d, want 2 (one alone, then one batch)", clients, got)
-	}
-	if n := snapshotOf(t, s).Len(); n != clients {
-		t.Errorf("categories: got %d, want %d", n, clients)
-	}
 }
 
 func nextBatch(t *testing.T, batches <-chan int) int {
@@ -297,14 +172,6 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for the writer to take a batch")
 		return 0
-	}
-}
-
-func TestStoreCloseRefusesLaterCreates(t *testing.T) {
-	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
-	s.Close()
-	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"}); err == nil {
-		t.Errorf("Create after Close succeeded")
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func TestExportSaysWhichStore(t *testing.T) {
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "petstore.jsonl")
-	if err := os.WriteFile(journal, []byte(exportHeader+"\n"+`{"id":1,"name":"dog"}`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(journal, []byte(`{"format":"petstore-categories","version":1}`+"\n"+`{"id":1,"name":"dog"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	pwFile := filepath.Join(dir, "pw")

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 	"petstore/internal/textcut"
 )
 
-// etcdStore keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
+// Etcd keeps categories in an etcd v3 cluster (PETSTORE_DATA=etcd://…)
 // and a cache of them in memory. Any number of petstore processes may share
 // one prefix. It is safe for concurrent use.
 //
@@ -47,12 +47,12 @@ import (
 // events come in revision order, which is id order, so the index stays
 // append-only and its bytes, hence its ETag, are the same on every
 // instance. Categories are never changed or deleted by petstore.
-type etcdStore struct {
+type Etcd struct {
 	c        *etcd.Client
 	log      *slog.Logger
 	keys     etcdKeys
 	w        *groupWriter
-	onCommit func(n int, took time.Duration) // see storeOptions
+	onCommit func(n int, took time.Duration) // see Options
 
 	// The writer goroutine's view of the counter: the last id and the
 	// counter key's mod_revision (0 while it does not exist). A stale view
@@ -149,20 +149,20 @@ const (
 	watchRetryFirst, watchRetryMax = 50 * time.Millisecond, time.Second
 )
 
-// etcdConfig is what PETSTORE_DATA=etcd://… and the PETSTORE_ETCD_*
-// variables configure.
-type etcdConfig struct {
-	endpoints    []string // base URLs
-	prefix       string   // without slashes: "petstore"
-	caFile       string
-	user         string
-	password     string // read from PETSTORE_ETCD_PASSWORD_FILE; never logged
-	startTimeout time.Duration
+// EtcdConfig says which etcd cluster and prefix the etcd store keeps its
+// categories in, and how to reach them (docs/cluster.md).
+type EtcdConfig struct {
+	Endpoints    []string // base URLs
+	Prefix       string   // without slashes: "petstore"
+	CAFile       string
+	User         string
+	Password     string // never logged
+	StartTimeout time.Duration
 }
 
-// client is the configuration of the etcd client.
-func (cfg etcdConfig) client() etcd.Config {
-	return etcd.Config{Endpoints: cfg.endpoints, CAFile: cfg.caFile, User: cfg.user, Password: cfg.password}
+// Client is the configuration of the etcd client.
+func (cfg EtcdConfig) Client() etcd.Config {
+	return etcd.Config{Endpoints: cfg.Endpoints, CAFile: cfg.CAFile, User: cfg.User, Password: cfg.Password}
 }
 
 // etcdKeys are the keys of one prefix.
@@ -222,36 +222,31 @@ type keyClaim struct {
 	Request string `json:"request"` // hex of the request fingerprint
 }
 
-// openEtcdStore waits for the cluster (at most cfg.startTimeout), fills the
+// OpenEtcd waits for the cluster (at most cfg.StartTimeout), fills the
 // cache and starts the watch and the health probe.
-func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
-	if opts.now == nil {
-		opts.now = time.Now
-	}
-	if opts.maxCategories <= 0 {
-		opts.maxCategories = defaultMaxCategories
-	}
-	c, err := etcd.New(cfg.client())
+func OpenEtcd(cfg EtcdConfig, opts Options) (*Etcd, error) {
+	opts = opts.withDefaults()
+	c, err := etcd.New(cfg.Client())
 	if err != nil {
 		return nil, err
 	}
-	s := &etcdStore{
+	s := &Etcd{
 		c:        c,
-		log:      opts.log,
-		onCommit: opts.onCommit,
-		idem:     newIdempotencyTable(opts.idempotencyTTL, opts.now),
-		now:      opts.now,
-		idemTTL:  opts.idempotencyTTL,
-		keys:     newEtcdKeys(cfg.prefix),
+		log:      opts.Log,
+		onCommit: opts.OnCommit,
+		idem:     newIdempotencyTable(opts.IdempotencyTTL, opts.Now),
+		now:      opts.Now,
+		idemTTL:  opts.IdempotencyTTL,
+		keys:     newEtcdKeys(cfg.Prefix),
 		seen:     make(map[string]struct{}),
 		refused:  make(map[string]struct{}),
 		flights:  make(map[int64]*readFlight),
 		idx:      catalog.NewIndex(0, 0),
 		advanced: make(chan struct{}),
 
-		maxCategories: opts.maxCategories,
+		maxCategories: opts.MaxCategories,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartTimeout)
 	defer cancel()
 	counter, err := waitForEtcd(ctx, c, s.keys, cfg)
 	if errors.Is(err, errBadCounter) {
@@ -276,9 +271,9 @@ func openEtcdStore(cfg etcdConfig, opts storeOptions) (*etcdStore, error) {
 	s.bg.Add(2)
 	go s.watchLoop(bgCtx)
 	go s.probeLoop(bgCtx)
-	s.w = newGroupWriter(etcdMaxBatch, s.commit, opts.onBatch)
+	s.w = newGroupWriter(etcdMaxBatch, s.commit, opts.OnBatch)
 	s.keyed = createPath{keys: s.idem, get: s.Get, taken: s.keyedTaken, ready: s.Health, commit: s.w.do}
-	s.log.Info("etcd: connected", "endpoints", strings.Join(cfg.endpoints, ","), "prefix", string(s.keys.root),
+	s.log.Info("etcd: connected", "endpoints", strings.Join(cfg.Endpoints, ","), "prefix", string(s.keys.root),
 		"categories", s.idx.Snapshot().Len(), "revision", s.appliedRevision())
 	return s, nil
 }
@@ -305,7 +300,7 @@ func parseCounter(kvs []etcd.KV) (counterState, error) {
 // waitForEtcd authenticates and reads the counter, linearizably (so a
 // quorum answered), retrying until ctx's deadline. An answer that no retry
 // can change (a refused password, no permission) ends the wait at once.
-func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg etcdConfig) (counterState, error) {
+func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg EtcdConfig) (counterState, error) {
 	pause := etcd.Backoff{First: startRetryPause, Max: startRetryPause}
 	for {
 		err := c.Authenticate(ctx)
@@ -317,22 +312,22 @@ func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg etcdCon
 		}
 		var ge *etcd.GatewayError
 		if errors.As(err, &ge) && !ge.Transient() {
-			return counterState{}, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.endpoints, ","), err)
+			return counterState{}, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 		}
 		if pause.Wait(ctx) != nil {
 			return counterState{}, fmt.Errorf("etcd at %s did not answer with a quorum within %v (PETSTORE_ETCD_START_TIMEOUT); last error: %v",
-				strings.Join(cfg.endpoints, ","), cfg.startTimeout, err)
+				strings.Join(cfg.Endpoints, ","), cfg.StartTimeout, err)
 		}
 	}
 }
 
-func (s *etcdStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
+func (s *Etcd) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
 // Get answers from the cache, and asks etcd for an id beyond it: a
 // Location from another instance can be followed here at once. An id that
 // cannot exist yet costs etcd nothing, and concurrent reads of one id share
 // one request.
-func (s *etcdStore) Get(ctx context.Context, id int64) ([]byte, error) {
+func (s *Etcd) Get(ctx context.Context, id int64) ([]byte, error) {
 	snap := s.idx.Snapshot()
 	if body, ok := snap.Get(id); ok {
 		return body, nil
@@ -375,7 +370,7 @@ type readFlight struct {
 
 // readRecord reads the category id from etcd, linearizably. A record that
 // is not valid is not there.
-func (s *etcdStore) readRecord(ctx context.Context, id int64) ([]byte, error) {
+func (s *Etcd) readRecord(ctx context.Context, id int64) ([]byte, error) {
 	key := s.keys.category(id)
 	r, err := s.c.Range(ctx, etcd.RangeRequest{Key: key})
 	switch {
@@ -402,7 +397,7 @@ type counterReading struct {
 	at    time.Time
 }
 
-func (s *etcdStore) noteCounter(v int64) {
+func (s *Etcd) noteCounter(v int64) {
 	s.lastCounter.Store(&counterReading{value: v, at: time.Now()})
 }
 
@@ -425,7 +420,7 @@ const (
 )
 
 // idCeiling returns the greatest id that may exist now.
-func (s *etcdStore) idCeiling() int64 {
+func (s *Etcd) idCeiling() int64 {
 	r := s.lastCounter.Load()
 	if r == nil || time.Since(r.at) > etcdCounterFresh {
 		return math.MaxInt64
@@ -449,7 +444,7 @@ const maxRecordBytes = 16 << 10
 // characters (C0, DEL, C1); the first accepted bidirectional controls in
 // names, and descriptions were free text until later, so a journal of
 // then, imported, holds them: they are served.
-func (s *etcdStore) record(kv etcd.KV) (catalog.Category, error) {
+func (s *Etcd) record(kv etcd.KV) (catalog.Category, error) {
 	id, ok := s.keys.idOf(kv.Key)
 	if !ok {
 		return catalog.Category{}, errors.New("the key is not categories/ and an id of 19 digits")
@@ -484,7 +479,7 @@ const etcdRefusedKept = 1024
 // refuse logs and counts a record that is not served, once per key while
 // fewer than etcdRefusedKept are remembered; past that, each refusal is
 // counted (a record read again counts again) and not logged.
-func (s *etcdStore) refuse(key []byte, why error) {
+func (s *Etcd) refuse(key []byte, why error) {
 	s.refusedMu.Lock()
 	_, known := s.refused[string(key)]
 	full := !known && len(s.refused) >= etcdRefusedKept
@@ -506,25 +501,25 @@ func (s *etcdStore) refuse(key []byte, why error) {
 	}
 }
 
-// recordsRefused returns how many records were not served (see record).
-func (s *etcdStore) recordsRefused() uint64 { return s.refusedN.Load() }
+// RecordsRefused returns how many records were not served (see record).
+func (s *Etcd) RecordsRefused() uint64 { return s.refusedN.Load() }
 
 // Create queues nc for the next txn, then waits until the category is in
 // the cache, so that this instance lists it as soon as it answers 201. A
 // create with an Idempotency-Key this instance knows is answered here; one
 // another instance made is found by the txn (its key's compare fails) and
 // answered with that create's category.
-func (s *etcdStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+func (s *Etcd) Create(ctx context.Context, nc catalog.NewCategory) (Created, error) {
 	c, err := s.keyed.create(ctx, nc)
-	if err == nil && c.json == nil {
-		c.json = s.awaitCached(nc.WithID(c.id))
+	if err == nil && c.JSON == nil {
+		c.JSON = s.awaitCached(nc.WithID(c.ID))
 	}
 	return c, err
 }
 
 // nameCached reports whether the cache holds a category named key
 // (folded).
-func (s *etcdStore) nameCached(key string) bool {
+func (s *Etcd) nameCached(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.idx.Has(key)
@@ -534,7 +529,7 @@ func (s *etcdStore) nameCached(key string) bool {
 // It cannot create anything, but it may be the retry of the create that
 // took the name, made on another instance: the key tells, and is read, not
 // written.
-func (s *etcdStore) keyedTaken(ctx context.Context, nc catalog.NewCategory) (replayOf int64, done bool, err error) {
+func (s *Etcd) keyedTaken(ctx context.Context, nc catalog.NewCategory) (replayOf int64, done bool, err error) {
 	if !s.nameCached(catalog.FoldName(nc.Name)) {
 		return 0, false, nil
 	}
@@ -566,7 +561,7 @@ func requestHex(nc catalog.NewCategory) string {
 // does not bring it within etcdCacheWait, the missing categories are read
 // with a range; if even that fails, c's own JSON is returned (it is
 // committed; only the list lags).
-func (s *etcdStore) awaitCached(c catalog.Category) []byte {
+func (s *Etcd) awaitCached(c catalog.Category) []byte {
 	timer := time.NewTimer(etcdCacheWait)
 	defer timer.Stop()
 	for {
@@ -610,7 +605,7 @@ type pendingCreate struct {
 // one may succeed, and after it the first can never apply (its compare of
 // the counter fails from then on). Either way: never a duplicate, never a
 // 201 for a category that was not committed.
-func (s *etcdStore) commit(batch []*createRequest) {
+func (s *Etcd) commit(batch []*createRequest) {
 	pending, later := s.checkNames(batch)
 	if len(later) > 0 {
 		// Keyed creates of a name another create of this batch claims:
@@ -674,7 +669,7 @@ func (s *etcdStore) commit(batch []*createRequest) {
 // prepare readies pending for a txn: it refuses the creates that the
 // counter or the cap do not allow, and grants a lease for Idempotency-Keys.
 // It returns the creates to send: none when every one has failed.
-func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pendingCreate {
+func (s *Etcd) prepare(ctx context.Context, pending []*pendingCreate) []*pendingCreate {
 	if err := s.checkCounter(ctx, len(pending)); err != nil {
 		failPending(pending, err)
 		return nil
@@ -695,7 +690,7 @@ func (s *etcdStore) prepare(ctx context.Context, pending []*pendingCreate) []*pe
 
 // giveUp fails pending after the create's deadline passed with its
 // outcome unknown.
-func (s *etcdStore) giveUp(pending []*pendingCreate, unknown error) {
+func (s *Etcd) giveUp(pending []*pendingCreate, unknown error) {
 	s.markDown(unknown)
 	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
 	failPending(pending, catalog.ErrOutcomeUnknown)
@@ -707,7 +702,7 @@ func (s *etcdStore) giveUp(pending []*pendingCreate, unknown error) {
 // mod_revision), so cutting every batch to the room left keeps all
 // instances together within the cap. An unknown outcome is settled by
 // the same txn again: the counter has not moved, nor has the cut.
-func (s *etcdStore) cutToQuota(pending []*pendingCreate) []*pendingCreate {
+func (s *Etcd) cutToQuota(pending []*pendingCreate) []*pendingCreate {
 	room := max(s.maxCategories-s.counter, 0)
 	if int64(len(pending)) <= room {
 		return pending
@@ -724,7 +719,7 @@ var errCounterBehind = errors.New("etcd: the id counter is below the id of a cat
 
 // counterRefusal returns why the writer's view of the counter cannot give
 // n ids after last, the cache's last id, or nil.
-func (s *etcdStore) counterRefusal(n int, last int64) error {
+func (s *Etcd) counterRefusal(n int, last int64) error {
 	switch {
 	case s.counterBad:
 		return errBadCounter
@@ -741,7 +736,7 @@ func (s *etcdStore) counterRefusal(n int, last int64) error {
 // quorum reads, no write): another writer may have put the counter right,
 // and a refusal must last no longer than its cause. Each new cause is
 // logged once, with the values.
-func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
+func (s *Etcd) checkCounter(ctx context.Context, n int) error {
 	// Taken before the read: every id the cache holds then is at most the
 	// counter a quorum read gives after. One taken later may be a create
 	// of another instance made since.
@@ -773,7 +768,7 @@ func (s *etcdStore) checkCounter(ctx context.Context, n int) error {
 
 // readCounter reads the counter, then whether a category key lies above
 // it at the same revision, and returns that key's id (0: none).
-func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
+func (s *Etcd) readCounter(ctx context.Context) (int64, error) {
 	r, err := s.c.Range(ctx, etcd.RangeRequest{Key: s.keys.counter})
 	if err != nil {
 		return 0, err
@@ -800,7 +795,7 @@ func (s *etcdStore) readCounter(ctx context.Context) (int64, error) {
 // aboveCounter is the range of the keys of the next etcdMaxBatch ids
 // after the counter (s.counter < math.MaxInt64), which a batch may take
 // and which must not exist.
-func (s *etcdStore) aboveCounter() *etcd.RangeRequest {
+func (s *Etcd) aboveCounter() *etcd.RangeRequest {
 	end := s.keys.categoriesEnd
 	if s.counter < math.MaxInt64-etcdMaxBatch {
 		end = s.keys.category(s.counter + etcdMaxBatch + 1)
@@ -810,7 +805,7 @@ func (s *etcdStore) aboveCounter() *etcd.RangeRequest {
 
 // firstID returns the id of the first key of kvs that is a category's
 // (keys another writer made up in between are not), or 0.
-func (s *etcdStore) firstID(kvs []etcd.KV) int64 {
+func (s *Etcd) firstID(kvs []etcd.KV) int64 {
 	for _, kv := range kvs {
 		if id, ok := s.keys.idOf(kv.Key); ok {
 			return id
@@ -820,7 +815,7 @@ func (s *etcdStore) firstID(kvs []etcd.KV) int64 {
 }
 
 // committed records the txn of pending that etcd applied.
-func (s *etcdStore) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took time.Duration) {
+func (s *Etcd) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took time.Duration) {
 	if s.onCommit != nil {
 		s.onCommit(len(pending), took)
 	}
@@ -837,7 +832,7 @@ func (s *etcdStore) committed(pending []*pendingCreate, resp *etcd.TxnResponse, 
 
 // checkNames answers 409 for names the cache knows and for a name given
 // twice in the batch, and returns the other creates with their tokens.
-func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate, later []*createRequest) {
+func (s *Etcd) checkNames(batch []*createRequest) (pending []*pendingCreate, later []*createRequest) {
 	clear(s.seen)
 	pending = make([]*pendingCreate, 0, len(batch))
 	s.mu.Lock()
@@ -863,7 +858,7 @@ func (s *etcdStore) checkNames(batch []*createRequest) (pending []*pendingCreate
 
 // buildTxn gives the pending creates the ids after s.counter and builds
 // their txn. Built again from the same state, it is the same txn.
-func (s *etcdStore) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
+func (s *Etcd) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 	n := len(pending)
 	t := &etcd.TxnRequest{
 		Compare: make([]etcd.Compare, 0, 1+3*n),
@@ -909,7 +904,7 @@ func (s *etcdStore) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 // fresh counter; settle returns those. When the counter did not move and a
 // record holds an id it would give, the counter is behind: settle records
 // it for checkCounter.
-func (s *etcdStore) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
+func (s *Etcd) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
 	ranges, err := failureRanges(pending, resp)
 	if err != nil {
 		return pending, err
@@ -974,7 +969,7 @@ func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.Ra
 // and its Idempotency-Key's key (nil when it has none). It says whether p
 // is to be sent again, and whether an earlier attempt committed it; else
 // it sets p's error or the create it replays.
-func (s *etcdStore) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
+func (s *Etcd) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
 	if key != nil && len(key.Kvs) > 0 {
 		var claim keyClaim
 		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
@@ -1019,7 +1014,7 @@ const etcdLeaseReuse = time.Minute
 
 // ensureLease grants a new lease when a create of pending has an
 // Idempotency-Key and the current lease is older than etcdLeaseReuse.
-func (s *etcdStore) ensureLease(ctx context.Context, pending []*pendingCreate) error {
+func (s *Etcd) ensureLease(ctx context.Context, pending []*pendingCreate) error {
 	keyed := false
 	for _, p := range pending {
 		keyed = keyed || p.req.nc.Key != nil
@@ -1044,7 +1039,7 @@ func failPending(pending []*pendingCreate, err error) {
 
 // markDown records why creates fail, for Health, until the probe or a
 // create succeeds again.
-func (s *etcdStore) markDown(err error) {
+func (s *Etcd) markDown(err error) {
 	if err == nil {
 		err = etcd.ErrUnreachable
 	}
@@ -1053,7 +1048,7 @@ func (s *etcdStore) markDown(err error) {
 
 // Health reports catalog.ErrUnavailable while the last create or probe found no
 // quorum. It does no I/O.
-func (s *etcdStore) Health() error {
+func (s *Etcd) Health() error {
 	if s.down.Load() != nil {
 		return catalog.ErrUnavailable
 	}
@@ -1063,7 +1058,7 @@ func (s *etcdStore) Health() error {
 // probeLoop checks every etcdProbeEvery that a quorum answers (a
 // linearizable read of the counter), so that Health follows the cluster
 // even while no create comes, and Get knows how far ids go (idCeiling).
-func (s *etcdStore) probeLoop(ctx context.Context) {
+func (s *Etcd) probeLoop(ctx context.Context) {
 	defer s.bg.Done()
 	ticker := time.NewTicker(etcdProbeEvery)
 	defer ticker.Stop()
@@ -1098,7 +1093,7 @@ func (s *etcdStore) probeLoop(ctx context.Context) {
 }
 
 // appliedRevision returns the revision the cache is complete up to.
-func (s *etcdStore) appliedRevision() int64 {
+func (s *Etcd) appliedRevision() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applied
@@ -1107,7 +1102,7 @@ func (s *etcdStore) appliedRevision() int64 {
 // apply adds the categories of kvs that follow the cache's last id, in
 // order, publishes them, and records that the cache is complete up to rev.
 // Records are never changed, so one already cached is skipped.
-func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
+func (s *Etcd) apply(kvs []etcd.KV, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
@@ -1138,7 +1133,7 @@ func (s *etcdStore) apply(kvs []etcd.KV, rev int64) {
 // by a create the watch is slow to confirm. Pages are bounded by bytes as
 // well as by count, so that large values another writer put there cannot
 // stop it.
-func (s *etcdStore) catchUp(ctx context.Context) error {
+func (s *Etcd) catchUp(ctx context.Context) error {
 	s.catchMu.Lock()
 	defer s.catchMu.Unlock()
 	from := s.keys.category(s.idx.Snapshot().LastID() + 1)
@@ -1189,7 +1184,7 @@ func nextPageLimit(kvs []etcd.KV) int64 {
 // watchLoop keeps the cache current: one watch of categories/ from the
 // revision after the cache's, resumed after a broken stream from the last
 // revision seen, and after a compaction from a fresh range.
-func (s *etcdStore) watchLoop(ctx context.Context) {
+func (s *Etcd) watchLoop(ctx context.Context) {
 	defer s.bg.Done()
 	pause := etcd.Backoff{First: watchRetryFirst, Max: watchRetryMax}
 	warned := false
@@ -1223,7 +1218,7 @@ func (s *etcdStore) watchLoop(ctx context.Context) {
 }
 
 // onEvents applies one batch of watch events.
-func (s *etcdStore) onEvents(events []etcd.Event) error {
+func (s *Etcd) onEvents(events []etcd.Event) error {
 	kvs := make([]etcd.KV, 0, len(events))
 	var rev int64
 	for _, e := range events {
@@ -1240,7 +1235,7 @@ func (s *etcdStore) onEvents(events []etcd.Event) error {
 	return nil
 }
 
-func (s *etcdStore) Close() error {
+func (s *Etcd) Close() error {
 	s.closeOnce.Do(func() {
 		s.w.close()
 		s.stop()

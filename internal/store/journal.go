@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"petstore/internal/journal"
 )
 
-// journalStore keeps categories in a journal file (internal/journal, one
+// Journal keeps categories in a journal file (internal/journal, one
 // record a line: record.go) and in memory. It is safe for concurrent use.
 // Create returns only after the category's record is written and synced;
 // creates that arrive while a write is under way share the next write and
 // sync (group commit).
-type journalStore struct {
+type Journal struct {
 	idx   *catalog.Index // written by the group writer's goroutine only
 	j     *journal.File
 	w     *groupWriter
@@ -35,16 +35,17 @@ type journalStore struct {
 	// not be undone; from then on creates fail until a restart.
 	failed atomic.Pointer[error]
 
-	onCommit func(n int, took time.Duration) // see storeOptions
+	onCommit func(n int, took time.Duration) // see Options
 
 	// Scratch space of the writer goroutine.
 	seen    map[string]struct{}
 	records []byte
 }
 
-// openJournalStore opens the journal at path and replays its records.
-func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
-	keys := newIdempotencyTable(opts.idempotencyTTL, opts.now)
+// OpenJournal opens the journal at path and replays its records.
+func OpenJournal(path string, opts Options) (*Journal, error) {
+	opts = opts.withDefaults()
+	keys := newIdempotencyTable(opts.IdempotencyTTL, opts.Now)
 	var idx *catalog.Index
 	var collisions []int // categories whose name folds like an earlier one's
 	apply := func(line []byte) error {
@@ -65,40 +66,37 @@ func openJournalStore(path string, opts storeOptions) (*journalStore, error) {
 		return nil
 	}
 	j, err := journal.Open(path, apply, journal.Options{
-		ReadOnly: opts.readOnly,
-		Log:      opts.log,
+		ReadOnly: opts.ReadOnly,
+		Log:      opts.Log,
 		Size:     func(lines, size int) { idx = catalog.NewIndex(lines, size) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	if len(collisions) > 0 {
-		warnCollisions(idx, j.Path(), collisions, opts.log)
+		warnCollisions(idx, j.Path(), collisions, opts.Log)
 	}
 	idx.Publish()
-	if opts.maxCategories <= 0 {
-		opts.maxCategories = defaultMaxCategories
-	}
-	s := &journalStore{idx: idx, j: j, keys: keys, now: opts.now, max: opts.maxCategories, seen: make(map[string]struct{}), onCommit: opts.onCommit}
+	s := &Journal{idx: idx, j: j, keys: keys, now: opts.Now, max: opts.MaxCategories, seen: make(map[string]struct{}), onCommit: opts.OnCommit}
 	s.appendLines = j.Append
-	s.w = newGroupWriter(journal.MaxAppendLines, s.commit, opts.onBatch)
+	s.w = newGroupWriter(journal.MaxAppendLines, s.commit, opts.OnBatch)
 	s.keyed = createPath{keys: keys, get: s.Get, commit: s.w.do}
 	return s, nil
 }
 
-func (s *journalStore) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
+func (s *Journal) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
-func (s *journalStore) Get(_ context.Context, id int64) ([]byte, error) {
+func (s *Journal) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.Snapshot(), id)
 }
 
-func (s *journalStore) Create(ctx context.Context, nc catalog.NewCategory) (created, error) {
+func (s *Journal) Create(ctx context.Context, nc catalog.NewCategory) (Created, error) {
 	return s.keyed.create(ctx, nc)
 }
 
 // commit makes a batch durable with one journal write, then applies it.
 // It runs on the group writer's goroutine.
-func (s *journalStore) commit(batch []*createRequest) {
+func (s *Journal) commit(batch []*createRequest) {
 	if err := s.Health(); err != nil {
 		failBatch(batch, err)
 		return
@@ -123,14 +121,14 @@ func (s *journalStore) commit(batch []*createRequest) {
 	applyBatch(s.idx, batch)
 }
 
-func (s *journalStore) Health() error {
+func (s *Journal) Health() error {
 	if err := s.failed.Load(); err != nil {
 		return *err
 	}
 	return nil
 }
 
-func (s *journalStore) Close() error {
+func (s *Journal) Close() error {
 	s.w.close()
 	return s.j.Close()
 }

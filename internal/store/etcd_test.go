@@ -1,0 +1,323 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"petstore/internal/catalog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"petstore/internal/etcd"
+	"petstore/internal/etcd/etcdtest"
+)
+
+// Tests of the etcd store against a fake JSON gateway
+// (etcdtest.Fake): the shapes etcd 3.4 and 3.6 write (int64 as strings, zero
+// values omitted, their different error bodies, watch lines), and faults a
+// real cluster cannot be made to show on cue (a txn applied whose answer is
+// a 503). The real cluster is in etcd_cluster_test.go; the client alone is
+// tested in internal/etcd.
+
+// openFakeStore opens an etcd store on the given endpoints.
+func openFakeStore(t *testing.T, cfg EtcdConfig) *Etcd {
+	t.Helper()
+	if cfg.Prefix == "" {
+		cfg.Prefix = "p"
+	}
+	cfg.StartTimeout = 5 * time.Second
+	s, err := OpenEtcd(cfg, Options{Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("OpenEtcd: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestEtcdStoreOnFakeGateway(t *testing.T) {
+	for _, style := range []string{"3.4", "3.6"} {
+		t.Run(style, func(t *testing.T) {
+			f, srv := etcdtest.NewFake(t, style)
+			s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+			for i, name := range []string{"dog", "cat"} {
+				if c := mustStoreCreate(t, s, name); c.ID != int64(i+1) {
+					t.Errorf("id of %q: got %d, want %d", name, c.ID, i+1)
+				}
+			}
+			_, err := s.Create(context.Background(), catalog.NewCategory{Name: "DOG"})
+			if !errors.Is(err, catalog.ErrNameTaken) {
+				t.Errorf("create DOG: got %v, want a conflict", err)
+			}
+			if got, want := listString(t, s), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
+				t.Errorf("list: got %s, want %s", got, want)
+			}
+			if got := string(f.Value("/p/counter")); got != "2" {
+				t.Errorf("counter: got %q, want 2", got)
+			}
+			// Another instance's create, not yet seen by the watch: Get
+			// reads it through.
+			f.Put("/p/categories/0000000000000000009", []byte(`{"id":9,"name":"elsewhere"}`))
+			body, err := s.Get(context.Background(), 9)
+			if err != nil || string(body) != `{"id":9,"name":"elsewhere"}` {
+				t.Errorf("get 9: got %s, %v", body, err)
+			}
+			if _, err := s.Get(context.Background(), 10); !errors.Is(err, catalog.ErrNotFound) {
+				t.Errorf("get 10: got %v, want catalog.ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// A txn that etcd applied but answered 503 is settled by sending it again:
+// its failure branch shows our tokens, so the create answers 201 with the
+// id it got, and nothing is stored twice.
+func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
+	for _, fault := range []string{"apply-then-503", "503"} {
+		t.Run(fault, func(t *testing.T) {
+			f, srv := etcdtest.NewFake(t, "3.4")
+			f.SetTxnFault(func(n int) string {
+				if n == 1 {
+					return fault
+				}
+				return ""
+			})
+			s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+			if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
+				t.Errorf("id: got %d, want 1", c.ID)
+			}
+			mustStoreCreate(t, s, "cat")
+			if n := f.Txns(); n != 3 {
+				t.Errorf("txns sent: got %d, want 3 (one lost answer, its settling, the next create)", n)
+			}
+			if got := string(f.Value("/p/counter")); got != "2" {
+				t.Errorf("counter: got %q, want 2", got)
+			}
+			if got := listString(t, s); got != `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]` {
+				t.Errorf("list: got %s", got)
+			}
+		})
+	}
+}
+
+// A create that loses the race for its name to another instance is a 409;
+// the others of its batch are retried with the counter the failure branch
+// brought, without another read.
+func TestEtcdStoreLostRace(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.6")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	// Another instance created "dog" as id 1.
+	f.Put("/p/counter", []byte("1"))
+	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
+	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
+	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
+	if !errors.Is(err, catalog.ErrNameTaken) {
+		t.Fatalf("create dog: got %v, want a conflict", err)
+	}
+	if c := mustStoreCreate(t, s, "cat"); c.ID != 2 {
+		t.Errorf("cat: got id %d, want 2", c.ID)
+	}
+}
+
+// A refused connection sends the request to the next endpoint.
+func TestEtcdClientRotatesEndpoints(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	_, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{dead, srv.URL}})
+	mustStoreCreate(t, s, "dog")
+}
+
+// 401 (gRPC code 16): the token expired; authenticate again once.
+func TestEtcdClientReauthenticates(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.4")
+	f.EnableAuth("s3cret")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}, User: "svc", Password: "s3cret"})
+	mustStoreCreate(t, s, "dog")
+	f.ExpireTokens() // every token the store holds is refused now
+	if _, err := s.Get(context.Background(), 5); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("get after expiry: got %v, want catalog.ErrNotFound (after authenticating again)", err)
+	}
+	if n := f.AuthCalls(); n < 2 {
+		t.Errorf("authentications: got %d, want at least 2", n)
+	}
+
+	start := time.Now()
+	_, err := OpenEtcd(EtcdConfig{Endpoints: []string{srv.URL}, Prefix: "p", User: "svc", Password: "wrong", StartTimeout: 5 * time.Second}, Options{Log: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), `authenticating to etcd as "svc"`) || strings.Contains(err.Error(), "wrong") || time.Since(start) > time.Second {
+		t.Errorf("wrong password: got %v after %v, want at once an error naming the user and not the password", err, time.Since(start))
+	}
+}
+
+// A watch from a compacted revision is canceled; the store reads the
+// categories again and watches on.
+func TestEtcdStoreWatchCompaction(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	mustStoreCreate(t, s, "dog")
+	// Another instance's create whose event the watch cannot replay: the
+	// history up to now is compacted away.
+	f.Put("/p/categories/0000000000000000002", []byte(`{"id":2,"name":"cat"}`))
+	f.Compact()
+	srv.CloseClientConnections() // break the current watch
+	want := `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`
+	deadline := time.Now().Add(5 * time.Second)
+	for listString(t, s) != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling the cache, bounded
+	}
+	if got := listString(t, s); got != want {
+		t.Fatalf("list after compaction: got %s, want %s", got, want)
+	}
+}
+
+// A final refusal (4xx other than 401) fails the create with an error that
+// is not an *apiError: a 500 whose detail is logged.
+func TestEtcdStoreFinalRefusal(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.6")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	f.SetTxnFault(func(int) string { return "403" })
+	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
+	var ge *etcd.GatewayError
+	if err == nil || errors.Is(err, catalog.ErrUnavailable) || !errors.As(err, &ge) || ge.Code != 7 {
+		t.Fatalf("create: got %v, want the gateway's permission denied", err)
+	}
+}
+
+// The keys of refused records a store remembers, to log each once, are
+// bounded: another writer may put any number of them. Past the bound they
+// are still counted, and one line says that no more are logged.
+func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
+	f, srv := etcdtest.NewFake(t, "3.4")
+	const n = etcdRefusedKept + 100
+	for id := 1; id <= n; id++ {
+		f.Put(fmt.Sprintf("/p/categories/%019d", id), []byte("not a category"))
+	}
+	var logs lockedBuffer
+	s, err := OpenEtcd(EtcdConfig{Endpoints: []string{srv.URL}, Prefix: "p", StartTimeout: 5 * time.Second},
+		Options{Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("OpenEtcd: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if got := s.RecordsRefused(); got != n {
+		t.Errorf("records refused: got %d, want %d", got, n)
+	}
+	s.refusedMu.Lock()
+	kept := len(s.refused)
+	s.refusedMu.Unlock()
+	if kept > etcdRefusedKept {
+		t.Errorf("the store remembers %d refused keys, want at most %d", kept, etcdRefusedKept)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "is not a valid category"); got != etcdRefusedKept {
+		t.Errorf("%d refused records logged, want %d", got, etcdRefusedKept)
+	}
+	if got := strings.Count(out, "further ones are counted"); got != 1 {
+		t.Errorf("the line that says no more are logged: %d times, want once", got)
+	}
+}
+
+// A GET of an id just beyond the lead over the counter (what a cluster can
+// commit while a counter reading is fresh) costs etcd no read;
+// one just within it is read through (the id may be another instance's
+// create that the watch has not brought yet).
+func TestEtcdGetIDLead(t *testing.T) {
+	f, _ := etcdtest.NewFake(t, "3.4")
+	var reads atomic.Int32 // reads of one category key
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var in etcd.RangeRequest
+		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil &&
+			len(in.RangeEnd) == 0 && strings.Contains(string(in.Key), "/categories/") {
+			reads.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	mustStoreCreate(t, s, "dog") // the counter and the cache's last id are 1
+	const (
+		n          = 20
+		lead int64 = 240_000 // creates a cluster can commit while a counter reading is fresh
+	)
+	for id := 1 + lead + 1; id <= 1+lead+n; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("get %d: got %v, want catalog.ErrNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != 0 {
+		t.Errorf("%d GETs of ids beyond the lead made %d reads of etcd, want none", n, got)
+	}
+	for id := 1 + lead - n + 1; id <= 1+lead; id++ {
+		if _, err := s.Get(context.Background(), id); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("get %d: got %v, want catalog.ErrNotFound", id, err)
+		}
+	}
+	if got := reads.Load(); got != n {
+		t.Errorf("%d GETs of ids within the lead made %d reads of etcd, want %d", n, got, n)
+	}
+}
+
+// Concurrent GETs of one id the cache does not have share one read of
+// etcd. The fake gateway holds that read until all the GETs would have sent
+// theirs, or for a while.
+func TestEtcdReadThroughCoalesced(t *testing.T) {
+	f, _ := etcdtest.NewFake(t, "3.4")
+	key := "/p/categories/0000000000000000005"
+	var reads atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var in etcd.RangeRequest
+		if r.URL.Path == "/v3/kv/range" && json.Unmarshal(body, &in) == nil && string(in.Key) == key {
+			reads.Add(1)
+			<-release
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	f.Put(key, []byte(`{"id":5,"name":"elsewhere"}`))
+
+	const n = 20
+	var wg sync.WaitGroup
+	bodies := make(chan string, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, err := s.Get(context.Background(), 5)
+			bodies <- fmt.Sprint(string(body), err)
+		}()
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for reads.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	close(release)
+	wg.Wait()
+	close(bodies)
+	for b := range bodies {
+		if b != `{"id":5,"name":"elsewhere"}<nil>` {
+			t.Errorf("a GET got %s", b)
+		}
+	}
+	if got := reads.Load(); got != 1 {
+		t.Errorf("%d concurrent GETs of id 5 made %d reads of etcd, want 1", n, got)
+	}
+}

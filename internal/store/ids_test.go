@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math"
+	"os"
+	"petstore/internal/catalog"
+	"testing"
+)
+
+// When the last id is the largest int64, a create fails with
+// catalog.ErrIDsExhausted and writes nothing; the file stays readable.
+func TestJournalIDsRunOut(t *testing.T) {
+	t.Parallel()
+	last := `{"id":9223372036854775807,"name":"last"}`
+	path := writeJournal(t, last)
+	before, _ := os.ReadFile(path)
+	s := openTestStore(t, path)
+
+	for _, name := range []string{"dog", "cat"} {
+		c, err := s.Create(context.Background(), catalog.NewCategory{Name: name})
+		if !errors.Is(err, catalog.ErrIDsExhausted) {
+			t.Errorf("Create(%q): got %v, want catalog.ErrIDsExhausted", name, err)
+		}
+		if c.ID != 0 {
+			t.Errorf("a failed create has an id: %d", c.ID)
+		}
+	}
+	if got, want := listString(t, s), "["+last+"]"; got != want {
+		t.Errorf("list: got %s, want %s", got, want)
+	}
+	s.Close()
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("the journal changed:\ngot  %q\nwant %q", after, before)
+	}
+	s2 := openTestStore(t, path)
+	if got, want := listString(t, s2), "["+last+"]"; got != want {
+		t.Errorf("after restart: got %s, want %s", got, want)
+	}
+}
+
+// In one batch, the creates that still have an id succeed and the rest
+// fail; the journal holds exactly the ones that succeeded.
+func TestJournalIDsRunOutInABatch(t *testing.T) {
+	t.Parallel()
+	path := writeJournal(t, `{"id":9223372036854775805,"name":"old"}`)
+	s := openHeldStore(t, path)
+	type answer struct {
+		id  int64
+		err error
+	}
+	answers := make(chan answer, 3)
+	create := func(name string) {
+		go func() {
+			c, err := s.Create(context.Background(), catalog.NewCategory{Name: name})
+			answers <- answer{c.ID, err}
+		}()
+	}
+	create("first")
+	if n := nextBatch(t, s.batches); n != 1 {
+		t.Fatalf("first batch: got %d creates, want 1", n)
+	}
+	create("second")
+	create("third")
+	waitFor(t, "the other creates to queue", func() bool { return len(s.w.queue) == 2 })
+	s.release()
+	if n := nextBatch(t, s.batches); n != 2 {
+		t.Fatalf("second batch: got %d creates, want 2", n)
+	}
+
+	created := map[int64]bool{}
+	failed := 0
+	for range 3 {
+		a := <-answers
+		switch {
+		case a.err == nil:
+			created[a.id] = true
+		case errors.Is(a.err, catalog.ErrIDsExhausted):
+			failed++
+		default:
+			t.Errorf("Create: %v, want catalog.ErrIDsExhausted or success", a.err)
+		}
+	}
+	want := map[int64]bool{9223372036854775806: true, 9223372036854775807: true}
+	if !maps.Equal(created, want) || failed != 1 {
+		t.Errorf("created %v and %d failed; want %v and 1 failed", created, failed, want)
+	}
+	s.Close()
+
+	s2 := openTestStore(t, path)
+	if n, last := snapshotOf(t, s2).Len(), s2.idx.LastID(); n != 3 || last != math.MaxInt64 {
+		t.Errorf("after restart: %d categories, last id %d; want 3, %d", n, last, int64(math.MaxInt64))
+	}
+}
+
+// The memory store runs out the same way.
+func TestMemoryStoreIDsRunOut(t *testing.T) {
+	t.Parallel()
+	s := NewMemory(Options{})
+	s.idx.Add(catalog.FoldName("old"), catalog.Category{ID: math.MaxInt64 - 1, Name: "old"}) // no API reaches the last ids in a test's time
+	s.idx.Publish()
+
+	if c := mustStoreCreate(t, s, "dog"); c.ID != math.MaxInt64 {
+		t.Errorf("create with one id left: id %d, want %d", c.ID, int64(math.MaxInt64))
+	}
+	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "cat"}); !errors.Is(err, catalog.ErrIDsExhausted) {
+		t.Errorf("Create with no id left: got %v, want catalog.ErrIDsExhausted", err)
+	}
+	if n := snapshotOf(t, s).Len(); n != 2 {
+		t.Errorf("categories: got %d, want 2", n)
+	}
+}
