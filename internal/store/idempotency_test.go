@@ -226,7 +226,7 @@ func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 // the table (a 36-character UUID and its scope): the
 // memory keys hold is this times the keys created within the TTL.
 //
-//	go test -run '^$' -bench BenchmarkIdempotencyKeyMemory .
+//	go test -run '^$' -bench BenchmarkIdempotencyKeyMemory ./internal/store
 func BenchmarkIdempotencyKeyMemory(b *testing.B) {
 	const n = 100_000
 	var perKey float64

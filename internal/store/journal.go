@@ -14,7 +14,8 @@ import (
 )
 
 // Journal keeps categories in a journal file (internal/journal, one
-// record a line: record.go) and in memory. It is safe for concurrent use.
+// record a line: catalog.AppendRecord; docs/data.md, "Journal format") and
+// in memory. It is safe for concurrent use.
 // Create returns only after the category's record is written and synced;
 // creates that arrive while a write is under way share the next write and
 // sync (group commit).

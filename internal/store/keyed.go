@@ -81,7 +81,7 @@ func (k *createPath) create(ctx context.Context, nc catalog.NewCategory) (Create
 func (k *createPath) replay(ctx context.Context, nc catalog.NewCategory, id int64) (Created, error) {
 	made, err := k.get(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		// Not the client's 404: the key names a category the store
+		// Not a category the client asked for: the key names one the store
 		// should hold.
 		return Created{}, fmt.Errorf("Idempotency-Key names category %d, which is not stored: %v", id, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Memory keeps categories in memory only (PETSTORE_DATA=:memory:):
+// Memory keeps categories in memory only:
 // nothing is written, and a restart starts empty. It is safe for
 // concurrent use: creates take a mutex, reads take a snapshot.
 type Memory struct {

@@ -1,0 +1,439 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"petstore/internal/catalog"
+	"strconv"
+	"time"
+
+	"petstore/internal/etcd"
+	"petstore/internal/textcut"
+)
+
+// The etcd store's write path: a batch of creates becomes one txn, and a
+// txn whose outcome is unknown is settled by reading back, never guessed.
+
+// pendingCreate is a create of the batch under way, with its claim token.
+type pendingCreate struct {
+	req   *createRequest
+	token string
+	id    int64
+}
+
+// commit runs on the group writer's goroutine: one txn for the batch,
+// again for the creates left after a lost race, and again, unchanged, for
+// a txn whose outcome is unknown.
+//
+// Sending the same txn again settles an unknown outcome. If the first one
+// was applied, the counter has moved, so the second fails its compare, and
+// its failure branch reads the name keys back (linearizably): our tokens
+// are there, the creates are committed. If it was not applied, the second
+// one may succeed, and after it the first can never apply (its compare of
+// the counter fails from then on). Either way: never a duplicate, never a
+// 201 for a category that was not committed.
+func (s *Etcd) commit(batch []*createRequest) {
+	pending, later := s.checkNames(batch)
+	if len(later) > 0 {
+		// Keyed creates of a name another create of this batch claims:
+		// each may be the retry of the create that made that name (its
+		// key tells), so they go in a txn of their own, after this one.
+		defer s.commit(later)
+	}
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	defer cancel()
+
+	var unknown error // the last unknown outcome, while one may still apply
+	pause := etcd.Backoff{First: txnRetryFirst, Max: txnRetryMax}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if pending = s.prepare(ctx, pending); len(pending) == 0 {
+			return
+		}
+		start := time.Now()
+		resp, err := s.c.Txn(ctx, s.buildTxn(pending))
+		switch {
+		case err == nil && resp.Succeeded:
+			s.committed(pending, resp, time.Since(start))
+			return
+		case err == nil:
+			if pending, err = s.settle(pending, resp); err != nil {
+				failPending(pending, err)
+				return
+			}
+			unknown = nil
+			continue
+		case errors.Is(err, etcd.ErrUnknownOutcome):
+			unknown = err
+		case errors.Is(err, etcd.ErrUnreachable) && unknown != nil:
+			// An earlier attempt may still be applied: keep trying until
+			// the deadline tells us to give up.
+		case errors.Is(err, etcd.ErrUnreachable):
+			s.markDown(err)
+			failPending(pending, catalog.ErrUnavailable)
+			return
+		case etcd.IsLeaseNotFound(err) && attempt < 3:
+			// The lease of the keys is gone (revoked, or lost with a
+			// restore): nothing was applied; grant a new one and go again.
+			s.lease = etcdLease{}
+			continue
+		default:
+			// A final refusal (4xx): nothing was applied, and sending it
+			// again would not change the answer. The detail is logged.
+			failPending(pending, err)
+			return
+		}
+		if ctx.Err() != nil || attempt > 1000 {
+			s.giveUp(pending, unknown)
+			return
+		}
+		pause.Wait(ctx) // a done ctx ends the loop above
+	}
+}
+
+// prepare readies pending for a txn: it refuses the creates that the
+// counter or the cap do not allow, and grants a lease for Idempotency-Keys.
+// It returns the creates to send: none when every one has failed.
+func (s *Etcd) prepare(ctx context.Context, pending []*pendingCreate) []*pendingCreate {
+	if err := s.checkCounter(ctx, len(pending)); err != nil {
+		failPending(pending, err)
+		return nil
+	}
+	if pending = s.cutToQuota(pending); len(pending) == 0 {
+		return nil
+	}
+	if err := s.ensureLease(ctx, pending); err != nil {
+		if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
+			s.markDown(err)
+			err = catalog.ErrUnavailable
+		}
+		failPending(pending, err)
+		return nil
+	}
+	return pending
+}
+
+// giveUp fails pending after the create's deadline passed with its
+// outcome unknown.
+func (s *Etcd) giveUp(pending []*pendingCreate, unknown error) {
+	s.markDown(unknown)
+	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
+	failPending(pending, catalog.ErrOutcomeUnknown)
+}
+
+// cutToQuota refuses, with catalog.ErrQuotaExceeded, the creates of pending that
+// would take the counter past maxCategories, and returns the others. The
+// txn commits only on top of the counter known here (it compares its
+// mod_revision), so cutting every batch to the room left keeps all
+// instances together within the cap. An unknown outcome is settled by
+// the same txn again: the counter has not moved, nor has the cut.
+func (s *Etcd) cutToQuota(pending []*pendingCreate) []*pendingCreate {
+	room := max(s.maxCategories-s.counter, 0)
+	if int64(len(pending)) <= room {
+		return pending
+	}
+	for _, p := range pending[room:] {
+		p.req.err = catalog.ErrQuotaExceeded
+	}
+	return pending[:room]
+}
+
+// errCounterBehind answers creates while a category record holds an id the
+// counter would give: another writer set the counter back.
+var errCounterBehind = errors.New("etcd: the id counter is below the id of a category record; a create would overwrite it")
+
+// counterRefusal returns why the writer's view of the counter cannot give
+// n ids after last, the cache's last id, or nil.
+func (s *Etcd) counterRefusal(n int, last int64) error {
+	switch {
+	case s.counterBad:
+		return errBadCounter
+	case s.counter > math.MaxInt64-int64(n):
+		return catalog.ErrIDsExhausted
+	case s.blocked || s.counter < last:
+		return errCounterBehind
+	}
+	return nil
+}
+
+// checkCounter returns nil when the counter leaves room for n ids above
+// every record. A view that does not is read again before it refuses (two
+// quorum reads, no write): another writer may have put the counter right,
+// and a refusal must last no longer than its cause. Each new cause is
+// logged once, with the values.
+func (s *Etcd) checkCounter(ctx context.Context, n int) error {
+	// Taken before the read: every id the cache holds then is at most the
+	// counter a quorum read gives after. One taken later may be a create
+	// of another instance made since.
+	last := s.idx.Snapshot().LastID()
+	if s.counterRefusal(n, last) == nil {
+		s.refusing = ""
+		return nil
+	}
+	next, err := s.readCounter(ctx)
+	if errors.Is(err, etcd.ErrUnreachable) {
+		s.markDown(err)
+		return catalog.ErrUnavailable
+	}
+	if err != nil {
+		return err
+	}
+	why := s.counterRefusal(n, last)
+	if why == nil {
+		s.refusing = ""
+		return nil
+	}
+	if why.Error() != s.refusing {
+		s.refusing = why.Error()
+		s.log.Error("etcd: creates are refused until the counter is put right", "err", why,
+			"counter", s.counter, "last_cached_id", last, "record_above_counter", next)
+	}
+	return why
+}
+
+// readCounter reads the counter, then whether a category key lies above
+// it at the same revision, and returns that key's id (0: none).
+func (s *Etcd) readCounter(ctx context.Context) (int64, error) {
+	r, err := s.c.Range(ctx, etcd.RangeRequest{Key: s.keys.counter})
+	if err != nil {
+		return 0, err
+	}
+	counter, err := parseCounter(r.Kvs)
+	if s.counterBad = errors.Is(err, errBadCounter); err != nil {
+		return 0, nil // refused by counterRefusal
+	}
+	s.counter, s.counterRev, s.blocked = counter.value, counter.rev, false
+	s.noteCounter(counter.value)
+	if counter.value == math.MaxInt64 {
+		return 0, nil
+	}
+	above := s.aboveCounter()
+	above.Revision = int64(r.Header.Revision) // the counter's moment, not a later create's
+	if r, err = s.c.Range(ctx, *above); err != nil {
+		return 0, err
+	}
+	id := s.firstID(r.Kvs)
+	s.blocked = id != 0
+	return id, nil
+}
+
+// aboveCounter is the range of the keys of the next etcdMaxBatch ids
+// after the counter (s.counter < math.MaxInt64), which a batch may take
+// and which must not exist.
+func (s *Etcd) aboveCounter() *etcd.RangeRequest {
+	end := s.keys.categoriesEnd
+	if s.counter < math.MaxInt64-etcdMaxBatch {
+		end = s.keys.category(s.counter + etcdMaxBatch + 1)
+	}
+	return &etcd.RangeRequest{Key: s.keys.category(s.counter + 1), RangeEnd: end, KeysOnly: true}
+}
+
+// firstID returns the id of the first key of kvs that is a category's
+// (keys another writer made up in between are not), or 0.
+func (s *Etcd) firstID(kvs []etcd.KV) int64 {
+	for _, kv := range kvs {
+		if id, ok := s.keys.idOf(kv.Key); ok {
+			return id
+		}
+	}
+	return 0
+}
+
+// committed records the txn of pending that etcd applied.
+func (s *Etcd) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took time.Duration) {
+	if s.onCommit != nil {
+		s.onCommit(len(pending), took)
+	}
+	now := s.now()
+	for _, p := range pending {
+		p.req.cat.ID = p.id
+		p.req.at = now
+	}
+	s.counter += int64(len(pending))
+	s.counterRev = int64(resp.Header.Revision)
+	s.noteCounter(s.counter)
+	s.down.Store(nil)
+}
+
+// checkNames refuses (catalog.NameTaken) names the cache knows and a name given
+// twice in the batch, and returns the other creates with their tokens.
+func (s *Etcd) checkNames(batch []*createRequest) (pending []*pendingCreate, later []*createRequest) {
+	clear(s.seen)
+	pending = make([]*pendingCreate, 0, len(batch))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, req := range batch {
+		_, dup := s.seen[req.key]
+		switch {
+		case dup && req.nc.Key != nil:
+			later = append(later, req) // one txn cannot claim a name twice
+			continue
+		case dup || req.nc.Key == nil && s.idx.Has(req.key):
+			// A keyed create whose name is taken may be the retry of the
+			// create that took it, on another instance: the txn tells.
+			req.err = catalog.NameTaken(req.nc.Name)
+			continue
+		}
+		s.seen[req.key] = struct{}{}
+		req.cat = catalog.Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		pending = append(pending, &pendingCreate{req: req, token: rand.Text()})
+	}
+	return pending, later
+}
+
+// buildTxn gives the pending creates the ids after s.counter and builds
+// their txn. Built again from the same state, it is the same txn.
+func (s *Etcd) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
+	n := len(pending)
+	t := &etcd.TxnRequest{
+		Compare: make([]etcd.Compare, 0, 1+3*n),
+		Success: make([]etcd.Op, 0, 1+3*n),
+		Failure: make([]etcd.Op, 0, 2*n+2),
+	}
+	rev := s.counterRev
+	t.Compare = append(t.Compare, etcd.Compare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
+	zero := int64(0)
+	for i, p := range pending {
+		p.id = s.counter + int64(i) + 1
+		p.req.cat.ID = p.id
+		nameKey := s.keys.name(p.req.key)
+		claim, _ := json.Marshal(nameClaim{ID: p.id, Token: p.token})
+		t.Compare = append(t.Compare,
+			etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: nameKey, CreateRevision: &zero},
+			// Never over a record: the counter may have been set back.
+			etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: s.keys.category(p.id), CreateRevision: &zero})
+		t.Success = append(t.Success,
+			etcd.Op{RequestPut: &etcd.PutRequest{Key: nameKey, Value: claim}},
+			etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.category(p.id), Value: p.req.cat.AppendJSON(nil)}})
+		t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: nameKey}})
+		if k := p.req.nc.Key; k != nil {
+			key := s.keys.idempotencyKey(k)
+			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: requestHex(p.req.nc)})
+			t.Compare = append(t.Compare, etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
+			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: key, Value: claim, Lease: s.lease.id}})
+			t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: key}})
+		}
+	}
+	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
+	t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.counter, Value: last}})
+	t.Failure = append(t.Failure, etcd.Op{RequestRange: s.aboveCounter()}, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.counter}})
+	return t
+}
+
+// settle reads a failed txn's failure branch: for each create, the range
+// of its name key and, with an Idempotency-Key, of that key; then the
+// counter. A key or name that holds our token is a create an earlier
+// attempt committed. An Idempotency-Key made by another create answers
+// that create again (same request) or refuses (another request). A name
+// that holds another token is a conflict. The others are retried with the
+// fresh counter; settle returns those. When the counter did not move and a
+// record holds an id it would give, the counter is behind: settle records
+// it for checkCounter.
+func (s *Etcd) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
+	ranges, err := failureRanges(pending, resp)
+	if err != nil {
+		return pending, err
+	}
+	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
+	if err != nil {
+		s.counterBad = errors.Is(err, errBadCounter)
+		return pending, err
+	}
+	blocked := counter.rev == s.counterRev && s.firstID(ranges[len(ranges)-2].Kvs) != 0
+	retry := pending[:0] // filled behind the loop's reads
+	var committed int
+	next := 0
+	for _, p := range pending {
+		name, key := ranges[next], (*etcd.RangeResponse)(nil)
+		next++
+		if p.req.nc.Key != nil {
+			key = ranges[next]
+			next++
+		}
+		again, done := s.settleOne(p, name, key)
+		if again {
+			retry = append(retry, p)
+		}
+		if done {
+			committed++
+		}
+	}
+	if committed > 0 {
+		s.down.Store(nil)
+	}
+	s.counter, s.counterRev, s.blocked = counter.value, counter.rev, blocked
+	s.noteCounter(counter.value)
+	return retry, nil // when blocked, the next checkCounter refuses them
+}
+
+// failureRanges returns the answers of a failed txn's ranges (see
+// buildTxn): per create its name key and, with an Idempotency-Key, its key;
+// then the range above the counter and the counter.
+func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.RangeResponse, error) {
+	ranges := make([]*etcd.RangeResponse, len(resp.Responses))
+	for i, r := range resp.Responses {
+		if r.ResponseRange == nil {
+			return nil, errors.New("etcd: a failed txn answered something other than a range")
+		}
+		ranges[i] = r.ResponseRange
+	}
+	want := 2 // the range above the counter, the counter
+	for _, p := range pending {
+		want++
+		if p.req.nc.Key != nil {
+			want++
+		}
+	}
+	if len(ranges) != want {
+		return nil, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+	}
+	return ranges, nil
+}
+
+// settleOne reads the fate of p in a failed txn's answers: its name key,
+// and its Idempotency-Key's key (nil when it has none). It says whether p
+// is to be sent again, and whether an earlier attempt committed it; else
+// it sets p's error or the create it replays.
+func (s *Etcd) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
+	if key != nil && len(key.Kvs) > 0 {
+		var claim keyClaim
+		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
+			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, textcut.Truncate(string(key.Kvs[0].Value), 80))
+			return false, false
+		}
+		if claim.Token == p.token { // committed by an earlier attempt
+			p.req.cat.ID = claim.ID
+			p.req.at = s.now()
+			return false, true
+		}
+		// Made by another create with the key: the keyed create path
+		// replays it, or refuses this one if it asks for another
+		// category (catalog.NewCategory.SameAs).
+		p.req.replayOf = claim.ID
+		return false, false
+	}
+	if len(name.Kvs) == 0 {
+		return true, false
+	}
+	var claim nameClaim
+	if err := json.Unmarshal(name.Kvs[0].Value, &claim); err == nil && claim.Token == p.token {
+		// Committed by an earlier attempt whose answer was lost.
+		p.req.cat.ID = claim.ID
+		p.req.at = s.now()
+		return false, true
+	}
+	p.req.err = catalog.NameTaken(p.req.nc.Name)
+	return false, false
+}
+
+func failPending(pending []*pendingCreate, err error) {
+	for _, p := range pending {
+		p.req.err = err
+	}
+}
