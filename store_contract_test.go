@@ -43,9 +43,10 @@ type storeUnderTest struct {
 type storeCase struct {
 	name string
 	run  func(t *testing.T, st storeUnderTest)
-	// skipFor, if set, says the case does not apply to st: the store
+	// leaveOut, if set, says the case does not apply to st (it is not run,
+	// rather than skipped): the store
 	// promises something else, which its own tests check.
-	skipFor func(st storeUnderTest) bool
+	leaveOut func(st storeUnderTest) bool
 }
 
 func TestStoreContract(t *testing.T) {
@@ -58,7 +59,7 @@ func TestStoreContract(t *testing.T) {
 		{name: "key reused", run: contractKeyReused},
 		{name: "catalogue cap", run: contractCap},
 		// Close of the memory store releases nothing and refuses nothing.
-		{name: "create after close", run: contractClosed, skipFor: func(st storeUnderTest) bool { return !st.closes }},
+		{name: "create after close", run: contractClosed, leaveOut: func(st storeUnderTest) bool { return !st.closes }},
 	})
 }
 
@@ -70,7 +71,7 @@ func forEachStore(t *testing.T, cases []storeCase) {
 	runCases := func(t *testing.T, durable, closes bool, data func(t *testing.T) string) {
 		for _, c := range cases {
 			st := storeUnderTest{durable: durable, closes: closes}
-			if c.skipFor != nil && c.skipFor(st) {
+			if c.leaveOut != nil && c.leaveOut(st) {
 				continue
 			}
 			t.Run(c.name, func(t *testing.T) {
@@ -121,7 +122,8 @@ func (h leaseGranting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // openContractStore opens the store PETSTORE_DATA=data names, as run does
-// with no other variable set, and closes it when the test ends.
+// with no other variable set (but a 10 s etcd start timeout), and closes
+// it when the test ends.
 func openContractStore(t *testing.T, data string, maxCategories int64) Store {
 	t.Helper()
 	opts := storeOptions{maxCategories: maxCategories}
