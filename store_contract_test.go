@@ -43,9 +43,8 @@ type storeUnderTest struct {
 type storeCase struct {
 	name string
 	run  func(t *testing.T, st storeUnderTest)
-	// leaveOut, if set, says the case does not apply to st (it is not run,
-	// rather than skipped): the store
-	// promises something else, which its own tests check.
+	// leaveOut, if set, says the case does not apply to st (it is not
+	// run, rather than skipped): the store promises something else.
 	leaveOut func(st storeUnderTest) bool
 }
 
