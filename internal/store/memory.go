@@ -23,7 +23,7 @@ type Memory struct {
 }
 
 // NewMemory returns an empty memory store; of opts it uses the
-// Idempotency-Key expiry and clock.
+// Idempotency-Key expiry and clock, and the bound on the catalogue.
 func NewMemory(opts Options) *Memory {
 	opts = opts.withDefaults()
 	s := &Memory{idx: catalog.NewIndex(0, 0), now: opts.Now, max: opts.MaxCategories, seen: make(map[string]struct{})}
