@@ -257,6 +257,8 @@ func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg EtcdCon
 	}
 }
 
+// List returns every category, sorted by id: an immutable snapshot that
+// no later create changes.
 func (s *Etcd) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
 // Get answers from the cache, and asks etcd for an id beyond it: a
@@ -425,6 +427,8 @@ func (s *Etcd) probeLoop(ctx context.Context) {
 	}
 }
 
+// Close waits for the creates under way, refuses later ones
+// (catalog.ErrStopping), and stops the watch and the probe.
 func (s *Etcd) Close() error {
 	s.closeOnce.Do(func() {
 		s.w.close()

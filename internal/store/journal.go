@@ -85,12 +85,17 @@ func OpenJournal(path string, opts Options) (*Journal, error) {
 	return s, nil
 }
 
+// List returns every category, sorted by id: an immutable snapshot that
+// no later create changes.
 func (s *Journal) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
+// Get returns the JSON of category id, or a *catalog.NotFoundError.
 func (s *Journal) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.Snapshot(), id)
 }
 
+// Create stores nc and returns its id and JSON; see the package comment
+// for Idempotency-Keys and the errors it returns.
 func (s *Journal) Create(ctx context.Context, nc catalog.NewCategory) (Created, error) {
 	return s.keyed.create(ctx, nc)
 }
@@ -122,6 +127,7 @@ func (s *Journal) commit(batch []*createRequest) {
 	applyBatch(s.idx, batch)
 }
 
+// Health returns why creates cannot be taken now, or nil.
 func (s *Journal) Health() error {
 	if err := s.failed.Load(); err != nil {
 		return *err
@@ -129,6 +135,8 @@ func (s *Journal) Health() error {
 	return nil
 }
 
+// Close waits for the creates under way, refuses later ones
+// (catalog.ErrStopping) and closes the journal file.
 func (s *Journal) Close() error {
 	s.w.close()
 	return s.j.Close()

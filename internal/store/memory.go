@@ -31,12 +31,17 @@ func NewMemory(opts Options) *Memory {
 	return s
 }
 
+// List returns every category, sorted by id: an immutable snapshot that
+// no later create changes.
 func (s *Memory) List(context.Context) (*catalog.Snapshot, error) { return s.idx.Snapshot(), nil }
 
+// Get returns the JSON of category id, or a *catalog.NotFoundError.
 func (s *Memory) Get(_ context.Context, id int64) ([]byte, error) {
 	return getFrom(s.idx.Snapshot(), id)
 }
 
+// Create stores nc and returns its id and JSON; see the package comment
+// for Idempotency-Keys and the errors it returns.
 func (s *Memory) Create(ctx context.Context, nc catalog.NewCategory) (Created, error) {
 	return s.keyed.create(ctx, nc)
 }
@@ -54,6 +59,8 @@ func (s *Memory) commit(req *createRequest) {
 	s.batch[0] = nil
 }
 
+// Health returns why creates cannot be taken now, or nil.
 func (s *Memory) Health() error { return nil }
 
+// Close does nothing: a memory store holds nothing to release.
 func (s *Memory) Close() error { return nil }
