@@ -45,7 +45,7 @@ func exportSource(cfg config) string {
 	case cfg.dataPath == memoryPath:
 		return memoryPath
 	case isEtcdURL(cfg.dataPath):
-		return fmt.Sprintf("%s, prefix /%s/", cfg.etcd.Client(), cfg.etcd.Prefix)
+		return cfg.etcd.String()
 	}
 	return "journal " + cfg.dataPath
 }

@@ -158,6 +158,21 @@ func (cfg EtcdConfig) Client() etcd.Config {
 	return etcd.Config{Endpoints: cfg.Endpoints, CAFile: cfg.CAFile, User: cfg.User, Password: cfg.Password}
 }
 
+// String describes cfg for a person, without its password: the endpoints,
+// user and CA file, and the prefix.
+func (cfg EtcdConfig) String() string {
+	return fmt.Sprintf("%s, prefix /%s/", cfg.Client(), cfg.Prefix)
+}
+
+// GoString is String, so that %#v shows no password either.
+func (cfg EtcdConfig) GoString() string { return cfg.String() }
+
+// LogValue logs cfg without its password.
+func (cfg EtcdConfig) LogValue() slog.Value {
+	return slog.GroupValue(slog.Any("client", cfg.Client()), slog.String("prefix", cfg.Prefix),
+		slog.Duration("start_timeout", cfg.StartTimeout))
+}
+
 // OpenEtcd waits for the cluster (at most cfg.StartTimeout), fills the
 // cache and starts the watch and the health probe.
 func OpenEtcd(cfg EtcdConfig, opts Options) (*Etcd, error) {

@@ -321,3 +321,19 @@ func TestEtcdReadThroughCoalesced(t *testing.T) {
 		t.Errorf("%d concurrent GETs of id 5 made %d reads of etcd, want 1", n, got)
 	}
 }
+
+// The etcd configuration shows no password, however it is printed or
+// logged.
+func TestEtcdConfigHidesPassword(t *testing.T) {
+	cfg := EtcdConfig{Endpoints: []string{"https://h1:2379"}, Prefix: "p", User: "svc", Password: "s3cret", StartTimeout: time.Second}
+	var logs strings.Builder
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "etcd", cfg)
+	for _, out := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), logs.String()} {
+		if strings.Contains(out, "s3cret") || !strings.Contains(out, "svc") {
+			t.Errorf("got %s, want the user and no password", out)
+		}
+	}
+	if got, want := cfg.String(), "etcd https://h1:2379 as svc, prefix /p/"; got != want {
+		t.Errorf("String: got %q, want %q", got, want)
+	}
+}
