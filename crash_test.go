@@ -148,7 +148,7 @@ func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
 // kill -9 during creates sent with Idempotency-Keys, restart, retry every
 // key: each create whose 201 was seen replays the same id; each one never
 // answered either replays (it was committed) or creates once; nothing is
-// created twice (decisions.md, "Safe retries").
+// created twice (docs/api.md, "Safe retries").
 func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	dataPath := filepath.Join(t.TempDir(), "petstore.jsonl")

@@ -8,7 +8,7 @@ import (
 )
 
 // A member given twice is invalid_json whatever else is wrong with the
-// body (decisions.md, "Hardening").
+// body (docs/security.md, "Hardening").
 func TestDuplicateMembers(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("k", 500)

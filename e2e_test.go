@@ -268,7 +268,7 @@ func TestRunDataLocked(t *testing.T) {
 }
 
 // Bad configuration stops the start with one line that names the variable
-// and never quotes a key (decisions.md, "Running and configuration").
+// and never quotes a key (docs/operations.md, "Starting").
 func TestRunConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	badKeyFile := filepath.Join(dir, "bad-keys")

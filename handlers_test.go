@@ -17,7 +17,7 @@ import (
 )
 
 // These tests drive the real handler (routes + newHandler) through
-// httptest and check it against decisions.md: every error row, auth, the
+// httptest and check it against docs/api.md: every error row, auth, the
 // success shapes, caching, request ids, configuration of keys and the access
 // log.
 

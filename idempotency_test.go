@@ -99,7 +99,7 @@ func keyedCreate(t *testing.T, env *testEnv, idemKey, body string, apiKey ...str
 		"Authorization": "Bearer " + key, "Content-Type": "application/json", "Idempotency-Key": idemKey}})
 }
 
-// Safe retries through the real mux, on both local stores (decisions.md,
+// Safe retries through the real mux, on both local stores (docs/api.md,
 // "Safe retries").
 func TestIdempotentCreate(t *testing.T) { inMemoryAndJournaled(t, testIdempotentCreate) }
 

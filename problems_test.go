@@ -31,8 +31,8 @@ func manyMembersBody(name string) ([]byte, int) {
 }
 
 // A 1 MiB body of 130,000 distinct unknown members, and one of 174,758
-// copies of one member (issue 8 found a 4.5 MB answer and a 3.7 MB access
-// line for it), are answered in at most 4 KiB, listing at most ten problems
+// copies of one member (once answered with 4.5 MB, and a 3.7 MB access
+// line), are answered in at most 4 KiB, listing at most ten problems
 // and a count; the access line's error is at most 4 KiB too.
 func TestManyUnknownMembersBoundedAnswer(t *testing.T) {
 	t.Parallel()

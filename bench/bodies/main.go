@@ -1,5 +1,5 @@
 // Command bodies measures the memory petstore takes while many clients post
-// large bodies at once (issue 8): it starts the binary given on 127.0.0.1
+// large bodies at once: it starts the binary given on 127.0.0.1
 // with a memory store, opens -conns connections that each POST a body of
 // -size bytes (a valid create), all at once, and prints the process's peak
 // resident memory (VmHWM in /proc/PID/status) and the answers. Linux only.
