@@ -159,7 +159,7 @@ var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 // not a blank look-alike. These rules are for requests: replay keeps every
 // name an earlier version stored (see catalog.ParseRecord).
 func checkName(name string) string {
-	if isPrintableASCII(name) && len(name) <= catalog.MaxNameLen {
+	if printableASCII.all(name) && len(name) <= catalog.MaxNameLen {
 		// Every printable ASCII character but the space is visible, and a
 		// trimmed name does not start with a space.
 		if name == "" {
@@ -264,17 +264,6 @@ func isDefaultIgnorable(r rune) bool {
 		}
 	}
 	return false
-}
-
-// isPrintableASCII reports whether s is only printable ASCII (space to ~):
-// the common case, which needs no look-up in Unicode tables.
-func isPrintableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // codePoints names the characters of s as U+XXXX, the first few of them:

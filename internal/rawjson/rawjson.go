@@ -83,6 +83,7 @@ type Member struct {
 	Value []byte
 }
 
+// ErrNotObject is what Members returns for data that is not an object.
 var ErrNotObject = errors.New("not a JSON object")
 
 // Members returns the members of the JSON object in data, in order.
@@ -114,6 +115,7 @@ func Members(data []byte, buf []Member) ([]Member, error) {
 	return buf, nil
 }
 
+// ErrNotArray is what Elements returns for data that is not an array.
 var ErrNotArray = errors.New("not a JSON array")
 
 // Elements returns the elements of the JSON array in data, in order.

@@ -432,7 +432,7 @@ func (s *Etcd) probeLoop(ctx context.Context) {
 		was := s.down.Load()
 		if err != nil {
 			if was == nil {
-				s.log.Warn("etcd: no quorum; creates answer 503 until it is back", "err", err)
+				s.log.Warn("etcd: no quorum; creates are refused as unavailable until it is back", "err", err)
 			}
 			s.markDown(err)
 		} else if was != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"petstore/internal/etcd"
-	"petstore/internal/textcut"
 )
 
 // The etcd store's write path: a batch of creates becomes one txn, and a
@@ -281,7 +280,7 @@ func (s *Etcd) checkNames(batch []*createRequest) (pending []*pendingCreate, lat
 			continue
 		}
 		s.seen[req.key] = struct{}{}
-		req.cat = catalog.Category{Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		req.cat = req.nc.WithID(0) // buildTxn gives it its id
 		pending = append(pending, &pendingCreate{req: req, token: rand.Text()})
 	}
 	return pending, later
@@ -402,9 +401,9 @@ func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.Ra
 // it sets p's error or the create it replays.
 func (s *Etcd) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again, committed bool) {
 	if key != nil && len(key.Kvs) > 0 {
-		var claim keyClaim
-		if err := json.Unmarshal(key.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-			p.req.err = fmt.Errorf("etcd key %s holds %q, not what petstore writes", key.Kvs[0].Key, textcut.Truncate(string(key.Kvs[0].Value), 80))
+		claim, err := parseKeyClaim(key.Kvs[0])
+		if err != nil {
+			p.req.err = err
 			return false, false
 		}
 		if claim.Token == p.token { // committed by an earlier attempt

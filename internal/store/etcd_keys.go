@@ -74,6 +74,15 @@ type keyClaim struct {
 	Request string `json:"request"` // hex of the request fingerprint
 }
 
+// parseKeyClaim reads the claim an Idempotency-Key's etcd key holds.
+func parseKeyClaim(kv etcd.KV) (keyClaim, error) {
+	var claim keyClaim
+	if err := json.Unmarshal(kv.Value, &claim); err != nil || claim.ID <= 0 {
+		return keyClaim{}, fmt.Errorf("etcd key %s holds %q, not what petstore writes", kv.Key, textcut.Truncate(string(kv.Value), 80))
+	}
+	return claim, nil
+}
+
 // keyedTaken answers a keyed create of a name the cache holds, if it does.
 // It cannot create anything, but it may be the retry of the create that
 // took the name, made on another instance: the key tells, and is read, not
@@ -92,9 +101,9 @@ func (s *Etcd) keyedTaken(ctx context.Context, nc catalog.NewCategory) (replayOf
 	if len(r.Kvs) == 0 {
 		return 0, true, catalog.NameTaken(nc.Name)
 	}
-	var claim keyClaim
-	if err := json.Unmarshal(r.Kvs[0].Value, &claim); err != nil || claim.ID <= 0 {
-		return 0, true, fmt.Errorf("etcd key %s holds %q, not what petstore writes", r.Kvs[0].Key, textcut.Truncate(string(r.Kvs[0].Value), 80))
+	claim, err := parseKeyClaim(r.Kvs[0])
+	if err != nil {
+		return 0, true, err
 	}
 	return claim.ID, true, nil
 }

@@ -8,12 +8,11 @@ import (
 )
 
 // requestFingerprint identifies a create by what it asks for once
-// validated: the trimmed name and the description, if any. The etcd store
-// keeps it in a key's claim, so that the txn that finds a key another
-// instance made can tell a retry from another request without reading
-// the category, and so that claims read the same to every version.
-// It is the first 16 bytes of a SHA-256: far more than enough to tell two
-// requests of one key apart, and half as much to store.
+// validated: the trimmed name and the description, if any, as the first 16
+// bytes of a SHA-256. The etcd store still writes it into a key's claim
+// only so that claims read the same to older petstores sharing the prefix,
+// which tell a retry by it; this version tells a retry by comparing the
+// category the key made (catalog.NewCategory.SameAs) and never reads it.
 func requestFingerprint(nc catalog.NewCategory) [16]byte {
 	var buf [512]byte // the usual request fits: no allocation
 	b := append(buf[:0], nc.Name...)

@@ -113,7 +113,7 @@ func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struc
 		}
 		seen[req.key] = struct{}{}
 		next++
-		req.cat = catalog.Category{ID: next, Name: req.nc.Name, Description: req.nc.Description, HasDescription: req.nc.HasDescription}
+		req.cat = req.nc.WithID(next)
 		req.at = at
 		records = catalog.AppendRecord(records, req.cat, req.nc.Key, req.at)
 		accepted++

@@ -20,7 +20,7 @@ import (
 
 // exportHeader starts what Export writes: categories only, no keys, so
 // version 1, which every petstore reads (a journal store upgrades it when
-// it opens the file). See docs/data.md, "Journal format".
+// it opens the file). See docs/data.md, "Format versions".
 var exportHeader = journal.Header(1)
 
 // Export writes the categories of snap to w in the journal format: a file

@@ -117,6 +117,8 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
+// Start starts the member's etcd process (again, after Kill), with its data
+// directory as it was; the cluster kills it at the end of the test.
 func (m *Member) Start(t testing.TB) {
 	t.Helper()
 	logFile, err := os.OpenFile(m.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -48,6 +48,8 @@ type event struct {
 	kv  kv
 }
 
+// NewFake starts a fake gateway on 127.0.0.1, answering as etcd 3.4 does, or
+// as 3.6 does when style is "3.6"; it stops at the end of the test.
 func NewFake(t testing.TB, style string) (*Fake, *httptest.Server) {
 	f := &Fake{t: t, style: style, rev: 1, kvs: map[string]*kv{}, changed: make(chan struct{})}
 	srv := httptest.NewServer(f)
@@ -110,6 +112,7 @@ func (f *Fake) rangeLocked(r etcd.RangeRequest) map[string]any {
 	return out
 }
 
+// ServeHTTP answers one gateway call: POST /v3/... with a JSON body.
 func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != "POST" {
 		f.fail(w, 405, 12, "method not allowed")
