@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,22 @@ func TestEtcdStartTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("start gave up after %v, want about 300ms", d)
+	}
+}
+
+// A CA file for etcds:// that cannot be read, or holds no certificate,
+// stops the start with one line naming PETSTORE_ETCD_CA_FILE.
+func TestEtcdCAFileNamed(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{notPEM, notPEM + ".missing"} {
+		env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": e2eKey,
+			"PETSTORE_DATA": "etcds://127.0.0.1:1/p", "PETSTORE_ETCD_CA_FILE": file}
+		err := run(t.Context(), []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), "PETSTORE_ETCD_CA_FILE: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line naming PETSTORE_ETCD_CA_FILE", file, err)
+		}
 	}
 }

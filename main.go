@@ -215,7 +215,7 @@ func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, comm
 	s, err := openStore(cfg.dataPath, cfg.etcd, opts)
 	if err != nil {
 		stopBoost()
-		return nil, nil, fmt.Errorf("PETSTORE_DATA: %w", err)
+		return nil, nil, storeError(err)
 	}
 	return s, func() {
 		s.Close()

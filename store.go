@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"petstore/internal/catalog"
+	"petstore/internal/etcd"
 	"petstore/internal/store"
 )
 
@@ -47,6 +50,18 @@ func openStore(data string, etcdCfg store.EtcdConfig, opts store.Options) (Store
 		return store.OpenEtcd(etcdCfg, opts)
 	}
 	return store.OpenJournal(data, opts)
+}
+
+// storeError names the setting behind err, an error opening the store or
+// reaching it: the stores speak of what failed, main of what to change.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, etcd.ErrCAFile):
+		return fmt.Errorf("PETSTORE_ETCD_CA_FILE: %w", err)
+	case errors.Is(err, store.ErrStartTimeout):
+		return fmt.Errorf("PETSTORE_DATA: %w; PETSTORE_ETCD_START_TIMEOUT sets how long to wait", err)
+	}
+	return fmt.Errorf("PETSTORE_DATA: %w", err)
 }
 
 // memoryPath is the PETSTORE_DATA value that keeps data in memory only.

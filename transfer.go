@@ -27,7 +27,7 @@ func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "petstore: exporting from %s\n", exportSource(cfg))
 	s, err := openStore(cfg.dataPath, cfg.etcd, store.Options{Log: log, ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("PETSTORE_DATA: %w", err)
+		return storeError(err)
 	}
 	defer s.Close()
 	snap, err := s.List(context.Background())
@@ -70,7 +70,7 @@ func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) 
 	snap, _ := js.List(context.Background())
 	root, err := store.Import(snap, cfg.etcd)
 	if err != nil {
-		return err
+		return fmt.Errorf("-import: %w", storeError(err))
 	}
 	fmt.Fprintf(stderr, "petstore: imported %d categories from %s into %s\n", snap.Len(), path, root)
 	return nil

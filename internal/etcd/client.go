@@ -89,11 +89,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("PETSTORE_ETCD_CA_FILE: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrCAFile, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("PETSTORE_ETCD_CA_FILE: %s holds no PEM certificate", cfg.CAFile)
+			return nil, fmt.Errorf("%w: %s holds no PEM certificate", ErrCAFile, cfg.CAFile)
 		}
 		tlsConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}

@@ -25,6 +25,10 @@ var (
 
 	// ErrUnreachable: no endpoint answered within the call's deadline.
 	ErrUnreachable = errors.New("etcd: no endpoint answered")
+
+	// ErrCAFile: the file of CA certificates given in Config.CAFile could
+	// not be read or holds none.
+	ErrCAFile = errors.New("the CA file for etcd")
 )
 
 // GatewayError is an answer of etcd other than 200, decoded whatever the

@@ -154,6 +154,10 @@ type EtcdConfig struct {
 }
 
 // Client is the configuration of the etcd client.
+// ErrStartTimeout: the etcd cluster did not answer with a quorum within
+// EtcdConfig.StartTimeout, when a store opened or an import began.
+var ErrStartTimeout = errors.New("the start timeout")
+
 func (cfg EtcdConfig) Client() etcd.Config {
 	return etcd.Config{Endpoints: cfg.Endpoints, CAFile: cfg.CAFile, User: cfg.User, Password: cfg.Password}
 }
@@ -266,8 +270,8 @@ func waitForEtcd(ctx context.Context, c *etcd.Client, keys etcdKeys, cfg EtcdCon
 			return counterState{}, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 		}
 		if pause.Wait(ctx) != nil {
-			return counterState{}, fmt.Errorf("etcd at %s did not answer with a quorum within %v (PETSTORE_ETCD_START_TIMEOUT); last error: %v",
-				strings.Join(cfg.Endpoints, ","), cfg.StartTimeout, err)
+			return counterState{}, fmt.Errorf("etcd at %s did not answer with a quorum within %v (%w); last error: %v",
+				strings.Join(cfg.Endpoints, ","), cfg.StartTimeout, ErrStartTimeout, err)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func Import(snap *catalog.Snapshot, cfg EtcdConfig) (root string, err error) {
 			return "", err
 		}
 		if counter, err = importBatch(c, t, last); err != nil {
-			return "", fmt.Errorf("-import: after %d of %d categories: %w", start, snap.Len(), err)
+			return "", fmt.Errorf("after %d of %d categories: %w", start, snap.Len(), err)
 		}
 	}
 	return string(keys.root), nil
@@ -72,16 +72,16 @@ func emptyPrefix(c *etcd.Client, keys etcdKeys, cfg EtcdConfig) (counterState, e
 	counter, err := waitForEtcd(ctx, c, keys, cfg)
 	cancel()
 	if err != nil {
-		return counter, fmt.Errorf("PETSTORE_DATA: %w", err)
+		return counter, err
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	r, err := c.Range(ctx, etcd.RangeRequest{Key: keys.root, RangeEnd: etcd.PrefixEnd(keys.root), CountOnly: true})
 	cancel()
 	if err != nil {
-		return counter, fmt.Errorf("PETSTORE_DATA: %w", err)
+		return counter, err
 	}
 	if r.Count > 0 {
-		return counter, fmt.Errorf("PETSTORE_DATA: the prefix %s already holds %d keys; -import copies a journal into an empty prefix only", keys.root, r.Count)
+		return counter, fmt.Errorf("the prefix %s already holds %d keys; an import goes into an empty prefix only", keys.root, r.Count)
 	}
 	return counter, nil
 }
