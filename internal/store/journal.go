@@ -107,10 +107,15 @@ func (s *Journal) commit(batch []*createRequest) {
 		failBatch(batch, err)
 		return
 	}
-	var accepted int
-	s.records, accepted = assignBatch(s.idx, batch, s.seen, s.records[:0], s.now(), s.max)
+	accepted := assignBatch(s.idx, batch, s.seen, s.now(), s.max)
 	if accepted == 0 {
 		return
+	}
+	s.records = s.records[:0]
+	for _, req := range batch {
+		if req.err == nil {
+			s.records = catalog.AppendRecord(s.records, req.cat, req.nc.Key, req.at)
+		}
 	}
 	start := time.Now()
 	if err := s.appendLines(s.records); err != nil {

@@ -16,10 +16,9 @@ type Memory struct {
 	now   func() time.Time
 	max   int64 // categories at most
 
-	mu      sync.Mutex // serialises creates
-	seen    map[string]struct{}
-	records []byte // assignBatch's journal lines, unused here
-	batch   [1]*createRequest
+	mu    sync.Mutex // serialises creates
+	seen  map[string]struct{}
+	batch [1]*createRequest
 }
 
 // NewMemory returns an empty memory store; of opts it uses the
@@ -51,9 +50,7 @@ func (s *Memory) commit(req *createRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batch[0] = req
-	var accepted int
-	s.records, accepted = assignBatch(s.idx, s.batch[:], s.seen, s.records[:0], s.now(), s.max)
-	if accepted > 0 {
+	if assignBatch(s.idx, s.batch[:], s.seen, s.now(), s.max) > 0 {
 		applyBatch(s.idx, s.batch[:])
 	}
 	s.batch[0] = nil

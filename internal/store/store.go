@@ -83,12 +83,11 @@ func newCreateRequest(nc catalog.NewCategory) *createRequest {
 }
 
 // assignBatch decides ids and uniqueness for a batch of creates against x,
-// committed at now: each accepted request gets its category and its record
-// (a journal line) is appended to records; the others get their error.
-// Creates that would take the catalogue past maxCategories get
-// catalog.ErrQuotaExceeded. seen is scratch space. Nothing changes in x until
-// applyBatch.
-func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struct{}, records []byte, now time.Time, maxCategories int64) ([]byte, int) {
+// committed at now: each accepted request gets its category and its time;
+// the others get their error. Creates that would take the catalogue past
+// maxCategories get catalog.ErrQuotaExceeded. seen is scratch space.
+// Nothing changes in x until applyBatch. It returns how many it accepted.
+func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struct{}, now time.Time, maxCategories int64) int {
 	clear(seen)
 	next := x.LastID()
 	accepted := 0
@@ -115,10 +114,9 @@ func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struc
 		next++
 		req.cat = req.nc.WithID(next)
 		req.at = at
-		records = catalog.AppendRecord(records, req.cat, req.nc.Key, req.at)
 		accepted++
 	}
-	return records, accepted
+	return accepted
 }
 
 // applyBatch adds the accepted creates of a batch to x and publishes them.
