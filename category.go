@@ -86,38 +86,11 @@ func parseNewCategory(members []rawjson.Member) (catalog.NewCategory, error) {
 	}
 
 	var fields []problem // at most one per field
-	switch {
-	case nameValue == nil || rawjson.Kind(nameValue) == "null":
-		fields = append(fields, problem{codeMissingField, "name is required"})
-	case rawjson.Kind(nameValue) != "string":
-		fields = append(fields, problem{codeInvalidField, "name must be a string, got " + rawjson.Kind(nameValue)})
-	default:
-		name, msg := decodeText("name", nameValue)
-		nc.Name = strings.TrimSpace(name)
-		if msg == "" {
-			msg = checkName(nc.Name)
-		}
-		if msg != "" {
-			fields = append(fields, problem{codeInvalidField, msg})
-		}
+	if p := parseName(nameValue, &nc); p != nil {
+		fields = append(fields, *p)
 	}
-
-	if descValue != nil {
-		if kind := rawjson.Kind(descValue); kind != "string" {
-			fields = append(fields, problem{codeInvalidField, "description must be a string, got " + kind})
-		} else {
-			desc, msg := decodeText("description", descValue)
-			if n := utf8.RuneCountInString(desc); msg == "" && n > catalog.MaxDescriptionLen {
-				msg = fmt.Sprintf("description must be at most %d characters, got %d", catalog.MaxDescriptionLen, n)
-			}
-			if msg == "" {
-				msg = checkDescription(desc)
-			}
-			if msg != "" {
-				fields = append(fields, problem{codeInvalidField, msg})
-			}
-			nc.Description, nc.HasDescription = desc, true
-		}
+	if p := parseDescription(descValue, &nc); p != nil {
+		fields = append(fields, *p)
 	}
 
 	// Unknown members first, in body order, then the fields, which are
@@ -129,6 +102,49 @@ func parseNewCategory(members []rawjson.Member) (catalog.NewCategory, error) {
 	}
 	problems = append(problems, fields...)
 	return nc, problemsError(problems, unknownCount-listed)
+}
+
+// parseName sets nc.Name from the raw JSON value v of member "name" (nil
+// when absent), or returns what is wrong with it.
+func parseName(v []byte, nc *catalog.NewCategory) *problem {
+	if v == nil || rawjson.Kind(v) == "null" {
+		return &problem{codeMissingField, "name is required"}
+	}
+	if kind := rawjson.Kind(v); kind != "string" {
+		return &problem{codeInvalidField, "name must be a string, got " + kind}
+	}
+	name, msg := decodeText("name", v)
+	nc.Name = strings.TrimSpace(name)
+	if msg == "" {
+		msg = checkName(nc.Name)
+	}
+	if msg != "" {
+		return &problem{codeInvalidField, msg}
+	}
+	return nil
+}
+
+// parseDescription sets nc's description from the raw JSON value v of
+// member "description" (nil when absent), or returns what is wrong with it.
+func parseDescription(v []byte, nc *catalog.NewCategory) *problem {
+	if v == nil {
+		return nil
+	}
+	if kind := rawjson.Kind(v); kind != "string" {
+		return &problem{codeInvalidField, "description must be a string, got " + kind}
+	}
+	desc, msg := decodeText("description", v)
+	if n := utf8.RuneCountInString(desc); msg == "" && n > catalog.MaxDescriptionLen {
+		msg = fmt.Sprintf("description must be at most %d characters, got %d", catalog.MaxDescriptionLen, n)
+	}
+	if msg == "" {
+		msg = checkDescription(desc)
+	}
+	nc.Description, nc.HasDescription = desc, true
+	if msg != "" {
+		return &problem{codeInvalidField, msg}
+	}
+	return nil
 }
 
 // decodeText decodes the raw JSON string v, the value of field, or says why
