@@ -67,7 +67,7 @@ var defaultLimits = limits{
 	bodyBudget: 64 * maxBodyBytes,
 }
 
-const usage = `Usage: petstore [-h | -version | -openapi | -export | -import FILE]
+const usage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export | -import FILE]
 
 petstore serves the Pet Catalogue API. Without a flag it serves until it is
 stopped (SIGINT or SIGTERM); SIGHUP reads the key file again. A flag runs
@@ -76,7 +76,8 @@ one command instead and exits:
   -h                 print this help
   -version           print the version of this build (module version, VCS
                      revision and time when recorded) and the Go version
-  -openapi           write the OpenAPI document to stdout
+  -openapi           write the OpenAPI 3.1 document to stdout
+  -openapi-3.0       write the same document in OpenAPI 3.0.3 to stdout
   -export            write the categories of PETSTORE_DATA to stdout, in the
                      journal format
   -import FILE       copy the journal FILE into the empty etcd prefix
@@ -181,7 +182,9 @@ func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer
 		_, err := fmt.Fprintln(stdout, readBuildVersion())
 		return err
 	case "-openapi":
-		return writeOpenAPI(getenv, stdout)
+		return writeOpenAPI(getenv, stdout, false)
+	case "-openapi-3.0":
+		return writeOpenAPI(getenv, stdout, true)
 	case "-import", "-export":
 		cfg, err := loadConfig(getenv)
 		if err != nil {
@@ -311,8 +314,9 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 }
 
 // writeOpenAPI writes the OpenAPI document that the service would serve with
-// this configuration, so that it can be checked without starting a server.
-func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
+// this configuration (its 3.0.3 form when v30), so that it can be checked
+// without starting a server.
+func writeOpenAPI(getenv func(string) string, stdout io.Writer, v30 bool) error {
 	pets, err := loadPetsDeprecation(getenv) // the document needs nothing else
 	if err != nil {
 		return err
@@ -320,6 +324,11 @@ func writeOpenAPI(getenv func(string) string, stdout io.Writer) error {
 	_, doc, err := newServer(deps{pets: pets})
 	if err != nil {
 		return err
+	}
+	if v30 {
+		if doc, err = convertOpenAPI30(doc); err != nil {
+			return err
+		}
 	}
 	_, err = stdout.Write(append(doc, '\n'))
 	return err

@@ -33,8 +33,8 @@ type staticParts struct {
 	Operations    map[string]map[string]any `json:"operations"`    // operationId → summary, parameters, own responses …
 }
 
-// handleDocument handles "GET /v1/openapi.json": the OpenAPI document,
-// built once at start by newServer.
+// handleDocument handles "GET /v1/openapi.json" and "GET /v1/openapi-3.0.json":
+// an OpenAPI document, built once at start by newServer.
 func handleDocument(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, doc)

@@ -132,8 +132,13 @@ func TestOpenAPIDocument(t *testing.T) {
 	if id := at(doc, "components", "schemas", "Category", "properties", "id"); at(id, "type") != "integer" || at(id, "format") != "int64" {
 		t.Errorf("Category.id: got %v, want integer int64", id)
 	}
-	if n := at(doc, "components", "schemas", "NewCategory", "properties", "name"); at(n, "maxLength") != 100.0 || at(n, "minLength") != 1.0 {
-		t.Errorf("NewCategory.name bounds: got %v, want 1..100", n)
+	for _, schema := range []string{"NewCategory", "Category"} {
+		if r := at(doc, "components", "schemas", schema, "properties", "name", "$ref"); r != "#/components/schemas/CategoryName" {
+			t.Errorf("%s.name: got $ref %v, want #/components/schemas/CategoryName", schema, r)
+		}
+	}
+	if n := at(doc, "components", "schemas", "CategoryName"); at(n, "maxLength") != 100.0 || at(n, "minLength") != 1.0 {
+		t.Errorf("CategoryName bounds: got %v, want 1..100", n)
 	}
 	var codes []string
 	for _, c := range at(doc, "components", "schemas", "Error", "properties", "code", "enum").([]any) {
@@ -220,7 +225,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 	dep := deprecation{at: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), sunset: time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)}
 	env := newTestEnv(t, withPets(dep))
 	ops := documentedOperations(t, fetchDocument(t, env))
-	table := routes(deps{store: store.NewMemory(store.Options{}), pets: dep}, nil)
+	table := routes(deps{store: store.NewMemory(store.Options{}), pets: dep}, nil, nil)
 
 	// Every GET route answers HEAD too: the document has both.
 	type documented struct {
@@ -331,7 +336,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 // disagree, in either direction.
 func TestBuildOpenAPIRefusesDrift(t *testing.T) {
 	t.Parallel()
-	table := routes(deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}, nil)
+	table := routes(deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}, nil, nil)
 	undescribed := append(slices.Clone(table), route{method: "DELETE", path: "/v1/categories/{id}", operationID: "deleteCategory", handler: http.NotFoundHandler()})
 	if _, err := buildOpenAPI(undescribed); err == nil || !strings.Contains(err.Error(), "deleteCategory") {
 		t.Errorf("a route the static parts do not describe: got %v, want an error naming it", err)
@@ -477,7 +482,7 @@ func observeAccessLog(logs []byte) {
 // give for their operation.
 func undocumentedStatuses() ([]string, int, error) {
 	d := deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}
-	table := routes(d, nil)
+	table := routes(d, nil, nil)
 	_, body, err := newServer(d)
 	if err != nil {
 		return nil, 0, err

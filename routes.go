@@ -48,9 +48,10 @@ type deps struct {
 	metrics *serviceMetrics // made by newServer
 }
 
-// routes lists the whole API. doc is the OpenAPI document served at
-// /v1/openapi.json, which newServer builds from this same list.
-func routes(d deps, doc []byte) []route {
+// routes lists the whole API. doc is the OpenAPI 3.1 document served at
+// /v1/openapi.json, which newServer builds from this same list, and doc30
+// the same in OpenAPI 3.0.3.
+func routes(d deps, doc, doc30 []byte) []route {
 	return []route{
 		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
 		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies)},
@@ -58,21 +59,26 @@ func routes(d deps, doc []byte) []route {
 		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
+		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics)},
 	}
 }
 
 // newServer builds the service from its dependencies: the handler of every
-// request, and the OpenAPI document it serves. extra routes (a test's) are
+// request, and the OpenAPI 3.1 document it serves. extra routes (a test's) are
 // served like the others but not documented.
 func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
-	described := routes(d, nil)
+	described := routes(d, nil, nil)
 	doc, err := buildOpenAPI(described)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
+	}
+	doc30, err := convertOpenAPI30(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the OpenAPI 3.0 document: %w", err)
 	}
 	// Metrics count by route pattern, so their series are laid out now,
 	// one per pattern the mux can report.
@@ -81,7 +87,7 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 		patterns = append(patterns, rt.method+" "+rt.path)
 	}
 	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
-	table := append(routes(d, doc), extra...)
+	table := append(routes(d, doc, doc30), extra...)
 	return newHandler(table, d), doc, nil
 }
 
