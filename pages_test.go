@@ -111,9 +111,7 @@ func TestPageLinkAndAfter(t *testing.T) {
 	}
 }
 
-// Every bad query parameter is 400 invalid_parameter naming it, on the list
-// and on every other operation, public ones included; routing and the key
-// come first.
+// Every bad query parameter of the list is 400 invalid_parameter naming it.
 func TestBadQueryParameters(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
@@ -153,6 +151,15 @@ func TestBadQueryParameters(t *testing.T) {
 			t.Errorf("?%s: message %q does not name %s", c.query, eb.Message, c.names)
 		}
 	}
+}
+
+// Every other operation defines no query parameter: any query is 400, on
+// public operations too, and nothing is created; routing and the key come
+// first.
+func TestQueryOnOtherOperations(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	env.mustCreate(t, "dog")
 	public := map[string]string{"Authorization": ""}
 	for _, c := range []request{
 		{method: "POST", path: "/v1/categories?x=1", body: `{"name":"cat"}`},

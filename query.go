@@ -69,12 +69,16 @@ func parseListQuery(raw string) (listQuery, error) {
 // it, that it comes once, and that its value is neither empty nor malformed.
 func eachQueryParam(raw string, defined []string, visit func(name, value string) error) error {
 	var seen uint64 // bit i: defined[i] was given
-	for _, param := range strings.Split(raw, "&") {
+	for rest := raw; ; {
+		param, tail, more := strings.Cut(rest, "&")
 		if err := checkQueryParam(param, defined, &seen, visit); err != nil {
 			return err
 		}
+		if !more {
+			return nil
+		}
+		rest = tail
 	}
-	return nil
 }
 
 // checkQueryParam checks one name=value parameter of a query for
@@ -157,30 +161,45 @@ func servePage(w http.ResponseWriter, r *http.Request, snap *catalog.Snapshot) {
 	var parts [3][]byte
 	var last int64
 	var more bool
-	tag := strings.TrimSuffix(snap.ETag(), `"`)
+	// One string and one slice hold every header value of the answer.
+	var buf [160]byte
+	tag := append(buf[:0], strings.TrimSuffix(snap.ETag(), `"`)...)
 	if q.name != "" {
 		key := catalog.FoldName(q.name)
 		parts = [3][]byte{{'['}, nil, {']'}}
 		if _, json, ok := snap.Find(key); ok {
 			parts[1] = json
 		}
-		tag += "-n" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(key))), 16) + `"`
+		tag = strconv.AppendUint(append(tag, "-n"...), uint64(crc32.ChecksumIEEE([]byte(key))), 16)
 	} else {
 		parts[0], parts[1], parts[2], last, more = snap.Page(q.after, q.limit)
-		tag += "-a" + strconv.FormatInt(q.after, 10) + "-l" + strconv.Itoa(q.limit) + `"`
+		tag = strconv.AppendInt(append(tag, "-a"...), q.after, 10)
+		tag = strconv.AppendInt(append(tag, "-l"...), int64(q.limit), 10)
 	}
+	tag = append(tag, '"')
+	tagEnd := len(tag)
+	tag = strconv.AppendInt(tag, int64(len(parts[0])+len(parts[1])+len(parts[2])), 10)
+	lengthEnd := len(tag)
+	if more {
+		tag = strconv.AppendInt(append(tag, "</v1/categories?limit="...), int64(q.limit), 10)
+		tag = strconv.AppendInt(append(tag, "&after="...), last, 10)
+		tag = append(tag, `>; rel="next"`...)
+	}
+	all := string(tag)
+	values := []string{all[:tagEnd], all[tagEnd:lengthEnd], all[lengthEnd:]}
 	h := w.Header()
-	h["Etag"] = []string{tag}
+	h["Etag"] = values[0:1:1]
 	h["Cache-Control"] = listCacheControl
 	if more {
-		h["Link"] = []string{"</v1/categories?limit=" + strconv.Itoa(q.limit) + "&after=" + strconv.FormatInt(last, 10) + `>; rel="next"`}
+		h["Link"] = values[2:3:3]
 	}
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, tag) {
+	etag := values[0]
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(parts[0]) + len(parts[1]) + len(parts[2]))}
+	h["Content-Length"] = values[1:2:2]
 	w.WriteHeader(http.StatusOK)
 	for _, p := range parts {
 		w.Write(p)
