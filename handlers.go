@@ -13,7 +13,9 @@ import (
 var listCacheControl = []string{"private, no-cache"}
 
 // handleCategoryList handles "GET /v1/categories": every category, sorted
-// by id, served from the store's encoded snapshot, with an ETag.
+// by id, served from the store's encoded snapshot, with an ETag; with a
+// query, a page or a look-up by name (docs/api.md, "Pages and look-up by
+// name").
 func handleCategoryList(store Store) http.Handler {
 	// The header values of the latest snapshot, made once per snapshot:
 	// net/http takes header values as slices, and a list must not cost an
@@ -27,6 +29,10 @@ func handleCategoryList(store Store) http.Handler {
 		snap, err := store.List(r.Context())
 		if err != nil {
 			writeError(w, r, err)
+			return
+		}
+		if r.URL.RawQuery != "" {
+			servePage(w, r, snap)
 			return
 		}
 		lh := latest.Load()

@@ -187,13 +187,13 @@ func describeDeprecation(op map[string]any, dep *deprecation) map[string]any {
 }
 
 // impliedResponses returns the operation's own responses and those its
-// route's middleware gives (405 and 500 always; 401 and 429 past the key
+// route's middleware gives (400, 405 and 500 always; 401 and 429 past the key
 // check; 410 once deprecated), described from errs where the operation does
 // not word them itself.
 func impliedResponses(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
 	own, _ := static["responses"].(map[string]any)
 	responses := maps.Clone(own)
-	implied := []string{"405", "500"}
+	implied := []string{"400", "405", "500"} // 400: every operation checks its query (docs/api.md, "Pages and look-up by name")
 	if !rt.public {
 		implied = append(implied, "401", "429")
 	}

@@ -24,6 +24,7 @@ type route struct {
 	public      bool         // no API key needed
 	deprecation *deprecation // nil: not deprecated
 	stability   string       // "experimental", "beta" or ""
+	query       bool         // defines query parameters, which its handler checks; others take none
 }
 
 // deprecation says when a route was deprecated (RFC 9745) and when it goes
@@ -53,7 +54,7 @@ type deps struct {
 // the same in OpenAPI 3.0.3.
 func routes(d deps, doc, doc30 []byte) []route {
 	return []route{
-		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store)},
+		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), query: true},
 		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies)},
 		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
 		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
@@ -107,7 +108,7 @@ func (dep deprecation) headerValues() (deprecated, sunset string) {
 
 // newHandler builds the service's handler from a route table. Middleware
 // runs in this order: log (with request id) → framing → recover → path check → mux →
-// per route: deprecation headers → auth → sunset gate → handler.
+// per route: deprecation headers → auth → query check → sunset gate → handler.
 func newHandler(table []route, d deps) http.Handler {
 	mux := http.NewServeMux()
 	methods := map[string][]string{} // path → methods, for 405 answers
@@ -116,6 +117,9 @@ func newHandler(table []route, d deps) http.Handler {
 		h := rt.handler
 		if rt.deprecation != nil {
 			h = sunsetGate(*rt.deprecation, d.now, h)
+		}
+		if !rt.query {
+			h = rejectQuery(h)
 		}
 		if !rt.public {
 			h = requireKey(d.keys, d.limiter, h)

@@ -148,18 +148,19 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 
 declare -A RPS P99 RPS_RUNS P99_RUNS
 # compare "wrk args" CONTESTANT...: RUNS rounds; in each round every
-# contestant ("name|start command|connections") gets a fresh server and one
-# wrk run, so that drift in a noisy machine hits all of them alike.
+# contestant ("name|start command|connections[|its own wrk args]") gets a
+# fresh server and one wrk run, so that drift in a noisy machine hits all of
+# them alike.
 compare() {
 	local args=$1
 	shift
 	for run in $(seq 1 "$RUNS"); do
 		for contestant in "$@"; do
-			IFS='|' read -r name start conns <<<"$contestant"
+			IFS='|' read -r name start conns own <<<"$contestant"
 			eval "$start"
 			# shellcheck disable=SC2086 # args is a list of words
 			local result
-			if ! result=$(load "$conns" $args); then
+			if ! result=$(load "$conns" ${own:-$args}); then
 				say "bench-load: wrk failed: $name run $run"
 				exit 1
 			fi
@@ -223,6 +224,12 @@ start_petstore "$OUT/replay.jsonl"
 ready=$(date +%s%N)
 STARTUP_MS=$(((ready - started) / 1000000))
 RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
+stop_server
+say "a page of 100 and a look-up by name on 1,000,000 categories, and the whole list of 100"
+compare "$BASE/v1/categories" \
+	"petstore GET 100 again|start_petstore $OUT/list-100.jsonl|$CONNS" \
+	"petstore page 100 of 1M|start_petstore $OUT/replay.jsonl|$CONNS|$BASE/v1/categories?limit=100&after=500000" \
+	"petstore name= of 1M|start_petstore $OUT/replay.jsonl|$CONNS|$BASE/v1/categories?name=CATEGORY-00000500000"
 stop_server
 start_petstore :memory:
 EMPTY_RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status")
@@ -317,7 +324,8 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
 	printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
 	for name in "petstore GET 100" "baseline GET 100" "petstore GET 100 limited" "petstore GET 100 log file" "petstore GET 10000" "baseline GET 10000" \
-		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1" "petstore POST durable keys c$CONNS"; do
+		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1" "petstore POST durable keys c$CONNS" \
+		"petstore GET 100 again" "petstore page 100 of 1M" "petstore name= of 1M"; do
 		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
 	done
 	echo "resident memory: $((EMPTY_RSS_KB / 1024)) MiB empty, $((RSS_KB / 1024)) MiB with 1,000,000 categories ($RSS_GROWTH_PER_CATEGORY bytes per category above empty)"
@@ -335,6 +343,8 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "POST durable c$CONNS / POST :memory: c$CONNS" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST :memory: c$CONNS]}")" ">=" 0.6
 	row "start-up with 1,000,000 categories, seconds (to /healthz)" "$(awk -v m="$STARTUP_MS" 'BEGIN { printf "%.2f", m / 1000 }')" "<=" 2
 	row "resident memory per category, bytes (whole process)" "$RSS_PER_CATEGORY" "<=" 300
+	row "page of 100 from 1,000,000 / whole list of 100 requests/s" "$(ratio "${RPS[petstore page 100 of 1M]}" "${RPS[petstore GET 100 again]}")" ">=" 0.9
+	row "name= on 1,000,000 / whole list of 100 requests/s" "$(ratio "${RPS[petstore name= of 1M]}" "${RPS[petstore GET 100 again]}")" ">=" 0.9
 	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
 	if [ "$HAVE_ETCD" -eq 1 ]; then
 		echo

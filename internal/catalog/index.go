@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"petstore/internal/rawjson"
@@ -19,10 +20,10 @@ import (
 // An Index has one writer at a time (its owner serialises Add, Append and
 // Publish); readers take snapshots, which never change and never wait.
 type Index struct {
-	names map[string]struct{} // FoldName of every name
-	list  []byte              // "[" then the categories' JSON joined by ","; no "]"
-	items []item              // one per category, ascending id
-	crc   uint32              // CRC-32C of list, for the ETag
+	names *nameTable // FoldName of every name → its id
+	list  []byte     // "[" then the categories' JSON joined by ","; no "]"
+	items []item     // one per category, ascending id
+	crc   uint32     // CRC-32C of list, for the ETag
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -40,7 +41,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // size bytes of JSON in all, and publishes it.
 func NewIndex(n, size int) *Index {
 	x := &Index{
-		names: make(map[string]struct{}, n),
+		names: &nameTable{ids: make(map[string]int64, n)},
 		list:  make([]byte, 1, size+1),
 		items: make([]item, 0, n),
 	}
@@ -51,7 +52,7 @@ func NewIndex(n, size int) *Index {
 
 // Has reports whether a category with the folded name key exists.
 func (x *Index) Has(key string) bool {
-	_, ok := x.names[key]
+	_, ok := x.names.ids[key] // the writer's own map: no lock to read it
 	return ok
 }
 
@@ -62,8 +63,11 @@ func (x *Index) Has(key string) bool {
 func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
 	// One map operation, not a lookup then an insert: at a million
 	// categories each is a cache miss, and replay time is mostly these.
-	known := len(x.names)
-	x.names[key] = struct{}{}
+	x.names.mu.Lock()
+	known := len(x.names.ids)
+	x.names.ids[key] = c.ID
+	unique = len(x.names.ids) > known
+	x.names.mu.Unlock()
 	if len(x.items) > 0 {
 		x.list = append(x.list, ',')
 	}
@@ -71,7 +75,15 @@ func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
 	x.list = c.AppendJSON(x.list)
 	x.crc = crc32.Update(x.crc, crcTable, x.list[start-1:])
 	x.items = append(x.items, item{id: c.ID, end: len(x.list)})
-	return x.list[start:len(x.list):len(x.list)], len(x.names) > known
+	return x.list[start:len(x.list):len(x.list)], unique
+}
+
+// nameTable maps the folded name of every category to its id. The index's
+// writer changes it under mu; readers of any snapshot look names up under
+// mu too, and keep only ids their snapshot holds.
+type nameTable struct {
+	mu  sync.RWMutex
+	ids map[string]int64
 }
 
 // Append adds a category read back from storage (replay), whose id must
@@ -128,7 +140,7 @@ func (x *Index) Publish() {
 	etag = append(etag, '"')
 	// The writer only appends beyond len(list) and len(items), so the
 	// snapshot's bytes never change.
-	x.snap.Store(&Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag)})
+	x.snap.Store(&Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag), names: x.names})
 }
 
 // Snapshot returns what readers see now.
@@ -140,6 +152,7 @@ type Snapshot struct {
 	list  []byte
 	items []item
 	etag  string // strong ETag of the list: the count and a CRC of its bytes
+	names *nameTable
 }
 
 // listClose ends the JSON array that Snapshot.list opens.
@@ -188,4 +201,43 @@ func (s *Snapshot) At(i int) (id int64, json []byte) {
 	}
 	end := s.items[i].end
 	return s.items[i].id, s.list[start:end:end]
+}
+
+// Page returns the JSON array of at most limit categories whose id is
+// greater than after, in ascending id, as the three parts to write one after
+// the other (the array's bytes are shared, not copied), and whether more
+// categories follow the page. It costs a binary search, whatever Len is.
+// limit ≤ 0 means no limit.
+func (s *Snapshot) Page(after int64, limit int) (opening, body, closing []byte, last int64, more bool) {
+	i := sort.Search(len(s.items), func(i int) bool { return s.items[i].id > after })
+	j := len(s.items)
+	if limit > 0 && j-i > limit {
+		j = i + limit
+	}
+	if i == j {
+		return s.list[:1], nil, listClose, 0, false
+	}
+	start := 1
+	if i > 0 {
+		start = s.items[i-1].end + 1
+	}
+	end := s.items[j-1].end
+	return s.list[:1], s.list[start:end:end], listClose, s.items[j-1].id, j < len(s.items)
+}
+
+// Find returns the id and JSON of the category whose folded name is key
+// (FoldName), and false when this snapshot holds none. When two stored
+// names fold alike (see Index.Append), the later one is found.
+func (s *Snapshot) Find(key string) (id int64, json []byte, ok bool) {
+	if s.names == nil {
+		return 0, nil, false
+	}
+	s.names.mu.RLock()
+	id, ok = s.names.ids[key]
+	s.names.mu.RUnlock()
+	if !ok || id > s.LastID() {
+		return 0, nil, false // not published when s was
+	}
+	json, ok = s.Get(id)
+	return id, json, ok
 }
