@@ -167,8 +167,11 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
 		return err
 	}
-	rotation := newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log)
-	go rotation.run(ctx, hup, keyFilePoll)
+	var reloads []reloadable
+	if cfg.keyFile != "" {
+		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log))
+	}
+	go watchReloads(ctx, hup, keyFilePoll, log, reloads...)
 	return serve(ctx, srv, conns.Listen(ln), store, conns, lim.grace, log)
 }
 
