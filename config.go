@@ -34,7 +34,8 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
-	maxCats      int64 // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	maxCats      int64     // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	tls          *tlsFiles // the TLS certificate and key; nil: plain HTTP
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -60,6 +61,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, err
 	}
 	if err := loadKeys(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.tls, err = loadTLSFiles(getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

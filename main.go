@@ -51,16 +51,18 @@ const headerReadSlop = 4096
 // serves with defaultLimits; tests shrink the times through runWithLimits so
 // that they stay fast.
 type limits struct {
-	grace       time.Duration // for in-flight requests once a stop signal arrives
-	readTimeout time.Duration // to read a whole request, body included
-	idleTimeout time.Duration // a keep-alive connection may wait for its next request
-	bodyBudget  int64         // bytes that request bodies may hold at once
+	grace         time.Duration // for in-flight requests once a stop signal arrives
+	headerTimeout time.Duration // to read a request's headers; and a TLS handshake
+	readTimeout   time.Duration // to read a whole request, body included
+	idleTimeout   time.Duration // a keep-alive connection may wait for its next request
+	bodyBudget    int64         // bytes that request bodies may hold at once
 }
 
 var defaultLimits = limits{
-	grace:       shutdownGrace,
-	readTimeout: 30 * time.Second,
-	idleTimeout: 30 * time.Second,
+	grace:         shutdownGrace,
+	headerTimeout: 5 * time.Second,
+	readTimeout:   30 * time.Second,
+	idleTimeout:   30 * time.Second,
 	// 64 largest bodies at once: far more than the disk commits in the
 	// time one takes to arrive, and a bound of its own on the memory
 	// bodies take (docs/api.md, "Limits").
@@ -164,10 +166,15 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	srv := newHTTPServer(handler, lim, conns, log)
+	var reloads []reloadable
+	if cfg.tls != nil {
+		pair := newTLSPair(cfg.tls, log)
+		srv.TLSConfig = pair.serverConfig()
+		reloads = append(reloads, pair)
+	}
 	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
 		return err
 	}
-	var reloads []reloadable
 	if cfg.keyFile != "" {
 		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log))
 	}
@@ -256,19 +263,43 @@ func startRateLimiter(ctx context.Context, rl *rateLimit) *limiter {
 }
 
 // newHTTPServer returns the server of handler, with the timeouts and header
-// bound of lim, its connections counted by conns.
+// bound of lim, its connections counted by conns. It speaks HTTP/1.1, and
+// HTTP/2 when served over TLS (offered by ALPN).
 func newHTTPServer(handler http.Handler, lim limits, conns *connlimit.Limiter, log *slog.Logger) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
 	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: lim.headerTimeout,
 		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       lim.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
 		ConnState:         conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Protocols:         &protocols,
+		// What one HTTP/2 connection may make the server hold
+		// (docs/security.md, "HTTP/2"): maxStreams streams at once (more
+		// are refused, each with its own RST_STREAM); frames of 16 KiB,
+		// the smallest allowed, since the server takes a frame's whole
+		// buffer when its header arrives; and 64 KiB of request body not
+		// yet read by a handler, per connection and per stream, which
+		// flow control holds the client to. The header block is bounded
+		// by MaxHeaderBytes, as over HTTP/1.1.
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          maxStreams,
+			MaxReadFrameSize:              16 << 10,
+			MaxReceiveBufferPerConnection: 64 << 10,
+			MaxReceiveBufferPerStream:     64 << 10,
+		},
 	}
 }
+
+// maxStreams is how many streams an HTTP/2 connection may have open at
+// once: the least RFC 9113 advises, and 100 handlers of one connection
+// waiting for bodies fit the body budget (64 of the largest at once).
+const maxStreams = 100
 
 // logStart logs the "listening" line (which tests and operators wait for)
 // and, when the key was generated, prints it once to direct, outside the
@@ -278,7 +309,7 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
 	if cfg.generatedKey {
 		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
 	}
@@ -290,7 +321,13 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 // makes what it accepted durable.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, conns *connlimit.Limiter, grace time.Duration, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			serveErr <- srv.ServeTLS(ln, "", "") // the certificate comes from TLSConfig
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-serveErr:
 		return err

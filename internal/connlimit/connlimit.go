@@ -6,11 +6,14 @@
 // finished them, closing the oldest of them when one more begins.
 //
 // A Limiter wraps the server's listener (Listen) and is told connection
-// states by http.Server.ConnState (ConnState). Cap fits a wanted cap below
+// states by http.Server.ConnState (ConnState). Over TLS it wraps the TCP
+// listener, under the TLS one: a handshake's first bytes then count as a
+// request's headers begun, so handshakes left unfinished are bounded too. Cap fits a wanted cap below
 // the process's file limit. Everything here is safe for concurrent use.
 package connlimit
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -162,7 +165,15 @@ func (l *Limiter) Listen(ln net.Listener) net.Listener {
 func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok {
-		return
+		// Over TLS the server reports the TLS connection wrapped
+		// around the one the limiter accepted.
+		tlsConn, isTLS := c.(*tls.Conn)
+		if !isTLS {
+			return
+		}
+		if tc, ok = tlsConn.NetConn().(*trackedConn); !ok {
+			return
+		}
 	}
 	switch state {
 	case http.StateActive:
