@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"net"
@@ -63,8 +64,9 @@ func removeTestBinary() {
 // binaryProcess is one petstore process a test started.
 type binaryProcess struct {
 	cmd    *exec.Cmd
-	addr   string      // host:port it listens on
-	stderr *logCapture // everything it wrote on stderr, while read
+	addr   string         // host:port it listens on
+	roots  *x509.CertPool // trusts its TLS certificate; nil: plain HTTP
+	stderr *logCapture    // everything it wrote on stderr, while read
 	done   chan struct{}
 	err    error // cmd.Wait's result, once done is closed
 
@@ -107,7 +109,7 @@ func startBinary(t *testing.T, env map[string]string, opts ...func(*binaryOption
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &binaryProcess{cmd: cmd, stderr: newLogCapture(), done: make(chan struct{}), paused: make(chan struct{})}
+	p := &binaryProcess{cmd: cmd, roots: tlsRoots(t, env), stderr: newLogCapture(), done: make(chan struct{}), paused: make(chan struct{})}
 	close(p.paused)
 	copied := make(chan struct{})
 	go func() {
@@ -146,7 +148,7 @@ func startBinary(t *testing.T, env map[string]string, opts ...func(*binaryOption
 		t.Fatalf("petstore wrote no listening line within %v; stderr:\n%s", startTimeout, redactAll(p.stderr.String()))
 	}
 	if !o.noReady {
-		waitHealthy(t, p.url(""), p.done)
+		waitHealthy(t, p.url(""), p.roots, p.done)
 	}
 	return p
 }
@@ -156,7 +158,7 @@ func withPrefix(command ...string) func(*binaryOptions) {
 	return func(o *binaryOptions) { o.prefix = command }
 }
 
-func (p *binaryProcess) url(path string) string { return "http://" + p.addr + path }
+func (p *binaryProcess) url(path string) string { return schemeOf(p.roots) + p.addr + path }
 
 func (p *binaryProcess) exited() bool {
 	select {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -91,7 +94,8 @@ func baseEnv(dataPath string) map[string]string {
 
 // service is one run of the program in a goroutine.
 type service struct {
-	addr   string // host:port it listens on
+	addr   string         // host:port it listens on
+	roots  *x509.CertPool // trusts its TLS certificate; nil: plain HTTP
 	stderr *logCapture
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has returned
@@ -135,7 +139,8 @@ func startRun(t *testing.T, env map[string]string, opts ...func(*limits)) *servi
 	if host, _, err := net.SplitHostPort(svc.addr); err != nil || host != "127.0.0.1" {
 		t.Fatalf("listening address: got %q, want 127.0.0.1:port", svc.addr)
 	}
-	waitHealthy(t, svc.url(""), svc.done)
+	svc.roots = tlsRoots(t, env)
+	waitHealthy(t, svc.url(""), svc.roots, svc.done)
 	return svc
 }
 
@@ -171,15 +176,45 @@ func (svc *service) stop() error {
 	}
 }
 
-func (svc *service) url(path string) string { return "http://" + svc.addr + path }
+func (svc *service) url(path string) string { return schemeOf(svc.roots) + svc.addr + path }
+
+// schemeOf is the scheme of a service whose TLS certificate roots trusts
+// (nil: plain HTTP), with its "://".
+func schemeOf(roots *x509.CertPool) string {
+	if roots != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// tlsRoots returns a pool that trusts the certificate file of env (the
+// certificate itself, or the CA of tests that rotate it, when it is the
+// file's last one), or nil when env serves plain HTTP.
+func tlsRoots(t testing.TB, env map[string]string) *x509.CertPool {
+	t.Helper()
+	file := env["PETSTORE_TLS_CERT_FILE"]
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data) {
+		t.Fatalf("%s holds no certificate", file)
+	}
+	return roots
+}
 
 // waitHealthy polls base+/healthz, a bounded number of times within a
 // deadline, until it answers 200; exited closing first fails the test.
 // The listener is bound before the listening line is written, so the first
 // attempt normally succeeds.
-func waitHealthy(t *testing.T, base string, exited <-chan struct{}) {
+func waitHealthy(t *testing.T, base string, roots *x509.CertPool, exited <-chan struct{}) {
 	t.Helper()
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	transport := &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}
+	client := &http.Client{Timeout: time.Second, Transport: transport}
 	deadline := time.Now().Add(startTimeout)
 	backoff := 5 * time.Millisecond
 	var last string
