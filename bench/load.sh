@@ -48,6 +48,7 @@ go build -o "$OUT/baseline" ./bench/baseline
 KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 AUTH="Authorization: Bearer $KEY"
 BASE="http://127.0.0.1:$PORT"
+TLS_BASE="https://127.0.0.1:$PORT"
 server_pid=""
 
 stop_server() {
@@ -68,7 +69,7 @@ trap 'stop_server; stop_etcd' EXIT
 wait_ready() {
 	for _ in $(seq 1 100); do
 		kill -0 "$server_pid" 2>/dev/null || { say "bench-load: the server exited at start"; exit 1; }
-		if curl -fs -o /dev/null "$BASE/healthz"; then
+		if curl -fs -o /dev/null "$BASE/healthz" || curl -fsk -o /dev/null "$TLS_BASE/healthz"; then
 			# Answered: by our server, not by one that held the port before.
 			kill -0 "$server_pid" 2>/dev/null || { say "bench-load: the server exited at start"; exit 1; }
 			return 0
@@ -82,7 +83,7 @@ wait_ready() {
 # port_free: nothing may answer on the port before a server starts, or the
 # run would measure it.
 port_free() {
-	if curl -fs -o /dev/null --max-time 1 "$BASE/healthz"; then
+	if curl -fs -o /dev/null --max-time 1 "$BASE/healthz" || curl -fsk -o /dev/null --max-time 1 "$TLS_BASE/healthz"; then
 		say "bench-load: something already answers on 127.0.0.1:$PORT; stop it or set PORT"
 		exit 1
 	fi
@@ -202,6 +203,42 @@ for n in 100 10000; do
 			"baseline GET $n|start_baseline $OUT/list-$n.json|$CONNS"
 	fi
 done
+
+# HTTPS: the same binary and list over TLS (a throwaway self-signed ECDSA
+# P-256 pair; wrk negotiates TLS 1.3 and keeps HTTP/1.1 connections alive),
+# and HTTP/2 with h2load (nghttp2-client): one connection, 64 streams.
+H2_RPS=""
+if command -v openssl >/dev/null 2>&1; then
+	(umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$OUT/tls-key.pem" -out "$OUT/tls-cert.pem" 2>/dev/null)
+	start_tls() { start_petstore "$OUT/list-100.jsonl" /dev/null PETSTORE_TLS_CERT_FILE="$OUT/tls-cert.pem" PETSTORE_TLS_KEY_FILE="$OUT/tls-key.pem"; }
+	say "GET /v1/categories with 100 categories over HTTP and over HTTPS"
+	compare "$BASE/v1/categories" \
+		"petstore GET 100 HTTP|start_petstore $OUT/list-100.jsonl|$CONNS" \
+		"petstore GET 100 HTTPS|start_tls|$CONNS|$TLS_BASE/v1/categories"
+	if command -v h2load >/dev/null 2>&1; then
+		runs=""
+		for run in $(seq 1 "$RUNS"); do
+			start_tls
+			report=$(taskset -c "$LOAD_CPU" h2load -t1 -c1 -m64 -D "${DURATION%s}" -H "$AUTH" "$TLS_BASE/v1/categories" 2>&1)
+			if ! grep -q ' 0 failed, 0 errored, 0 timeout' <<<"$report" || grep -qE '[1-9][0-9]* [345]xx' <<<"$report"; then
+				say "bench-load: h2load run $run had failures or non-2xx answers:"
+				say "$report"
+				exit 1
+			fi
+			rps=$(awk '/^finished in/ { gsub(",", "", $4); printf "%.0f\n", $4 }' <<<"$report")
+			say "  round $run: petstore GET 100 HTTP/2 (h2load, 64 streams): $rps requests/s"
+			runs+="$rps"$'\n'
+		done
+		H2_RPS=$(printf '%s' "$runs" | median)
+	else
+		say "bench-load: h2load not installed (apt-get install nghttp2-client); the HTTP/2 row is skipped"
+	fi
+	stop_server
+	rm -f "$OUT/tls-key.pem" "$OUT/tls-cert.pem"
+else
+	say "bench-load: openssl not installed; the HTTPS rows are skipped"
+fi
 
 fresh_journal() { rm -f "$OUT/durable.jsonl" "$OUT/durable.jsonl.torn"; start_petstore "$OUT/durable.jsonl"; }
 say "POST /v1/categories (a fresh server for every run, so every name is new)"
@@ -328,6 +365,10 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 		"petstore GET 100 again" "petstore page 100 of 1M" "petstore name= of 1M"; do
 		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
 	done
+	for name in "petstore GET 100 HTTP" "petstore GET 100 HTTPS"; do
+		[ -n "${RPS[$name]:-}" ] && printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
+	done
+	[ -n "$H2_RPS" ] && printf '| %-30s | %12s | %10s |\n' "petstore GET 100 HTTP/2 m64" "$H2_RPS" "-"
 	echo "resident memory: $((EMPTY_RSS_KB / 1024)) MiB empty, $((RSS_KB / 1024)) MiB with 1,000,000 categories ($RSS_GROWTH_PER_CATEGORY bytes per category above empty)"
 	echo
 	printf '| %-58s | %6s | %6s | %-6s |\n' "target" "ratio" "goal" "result"
@@ -345,6 +386,9 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "resident memory per category, bytes (whole process)" "$RSS_PER_CATEGORY" "<=" 300
 	row "page of 100 from 1,000,000 / whole list of 100 requests/s" "$(ratio "${RPS[petstore page 100 of 1M]}" "${RPS[petstore GET 100 again]}")" ">=" 0.9
 	row "name= on 1,000,000 / whole list of 100 requests/s" "$(ratio "${RPS[petstore name= of 1M]}" "${RPS[petstore GET 100 again]}")" ">=" 0.9
+	if [ -n "${RPS[petstore GET 100 HTTPS]:-}" ]; then
+		row "GET 100 HTTPS (TLS 1.3, HTTP/1.1) / HTTP requests/s" "$(ratio "${RPS[petstore GET 100 HTTPS]}" "${RPS[petstore GET 100 HTTP]}")" ">=" 0.8
+	fi
 	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
 	if [ "$HAVE_ETCD" -eq 1 ]; then
 		echo
