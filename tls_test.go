@@ -446,3 +446,55 @@ func TestTLSConnectionCap(t *testing.T) {
 		t.Fatalf("a client among unfinished handshakes: got %d", status)
 	}
 }
+
+// A header block over the bound is refused over HTTP/2 as over HTTP/1.1,
+// before petstore sees it: fields over the bound within one frame get Go's
+// own 431; a block continued past the bound, or one field longer than the
+// whole bound, ends the connection (a GOAWAY) without decoding the rest.
+func TestHTTP2HeaderBlockBounded(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Bool
+	srv := startTLSServer(t, defaultLimits, 1000, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran.Store(true); h.ServeHTTP(w, r) })
+	})
+	fields := func(n int) []string {
+		var kv []string
+		for i := range n {
+			kv = append(kv, fmt.Sprintf("x-pad-%02d", i), strings.Repeat("p", 1100))
+		}
+		return kv
+	}
+	goAway := func(f frame) bool { return f.typ == frameGoAway }
+	for _, c := range []struct {
+		name  string
+		block []byte
+		want  func(frame) bool
+	}{
+		{"12 fields of 1100 bytes in one frame", requestHeaders("GET", "/v1/categories", fields(12)...),
+			func(f frame) bool { return f.typ == frameData && bytes.Contains(f.payload, []byte("HTTP Error 431")) }},
+		{"16 fields of 1100 bytes, continued", requestHeaders("GET", "/v1/categories", fields(16)...), goAway},
+		{"one field of 16 KiB", requestHeaders("GET", "/v1/categories", "x-pad", strings.Repeat("p", maxHeaderBlock)), goAway},
+	} {
+		conn := dialHTTP2(t, srv.addr, srv.roots)
+		const frameMax = 16 << 10
+		if len(c.block) <= frameMax {
+			writeFrame(conn, frame{typ: frameHeaders, flags: flagEndStream | flagEndHeaders, stream: 1, payload: c.block})
+		} else {
+			writeFrame(conn, frame{typ: frameHeaders, flags: flagEndStream, stream: 1, payload: c.block[:frameMax]})
+			writeFrame(conn, frame{typ: frameContinuation, flags: flagEndHeaders, stream: 1, payload: c.block[frameMax:]})
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			f, err := readFrame(conn)
+			if err != nil {
+				t.Fatalf("%s: the expected answer did not come: %v", c.name, err)
+			}
+			if c.want(f) {
+				break
+			}
+		}
+	}
+	if ran.Load() {
+		t.Errorf("the handler ran for a header block over the bound")
+	}
+}

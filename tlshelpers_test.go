@@ -183,6 +183,7 @@ const (
 	frameRSTStream    = 0x3
 	frameSettings     = 0x4
 	frameGoAway       = 0x7
+	frameContinuation = 0x9
 	flagEndStream     = 0x1
 	flagAck           = 0x1
 	flagEndHeaders    = 0x4
