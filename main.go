@@ -72,7 +72,8 @@ var defaultLimits = limits{
 const usage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export | -import FILE]
 
 petstore serves the Pet Catalogue API. Without a flag it serves until it is
-stopped (SIGINT or SIGTERM); SIGHUP reads the key file again. A flag runs
+stopped (SIGINT or SIGTERM); SIGHUP reads the key file and the TLS pair
+again. A flag runs
 one command instead and exits:
 
   -h                 print this help
@@ -99,6 +100,9 @@ Configuration comes from the environment:
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
   PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
   PETSTORE_IDEMPOTENCY_TTL  how long an Idempotency-Key is kept (default 24h)
+  PETSTORE_TLS_CERT_FILE    PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2
+                            and HTTP/1.1); read again on SIGHUP and when it changes
+  PETSTORE_TLS_KEY_FILE     PEM key of that certificate (both or neither)
   GOMAXPROCS                when set, left alone; when not, and it comes to 1,
                             a journal store raises it to 2 while it writes
 
