@@ -206,6 +206,7 @@ func randomName(t *testing.T, prefix string) string {
 func TestContainerImage(t *testing.T) {
 	t.Parallel()
 	pm := newPodman(t)
+	petstoreBinary(t) // compiles every package as make image does, for tests running meanwhile too
 	tag := randomName(t, "localhost/petstore-test:")
 	pm.buildImage(tag)
 	checkImageConfig(t, pm, tag)
