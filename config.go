@@ -34,8 +34,9 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
-	maxCats      int64       // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
-	cors         *corsPolicy // PETSTORE_CORS_ORIGINS; nil: CORS off
+	maxCats      int64         // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	cors         *corsPolicy   // PETSTORE_CORS_ORIGINS; nil: CORS off
+	drainDelay   time.Duration // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -62,6 +63,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if cfg.cors, err = parseCORSOrigins(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
 		return cfg, err
+	}
+	if v, set := lookup(getenv, "PETSTORE_SHUTDOWN_DELAY"); set {
+		if cfg.drainDelay, err = time.ParseDuration(v); err != nil || cfg.drainDelay < 0 {
+			return cfg, fmt.Errorf("PETSTORE_SHUTDOWN_DELAY: %q is not a Go duration of 0s or more, such as 15s", textcut.Truncate(v, 40))
+		}
 	}
 	if err := loadKeys(getenv, &cfg); err != nil {
 		return cfg, err

@@ -46,6 +46,7 @@ type deps struct {
 	commits *commitMetrics // the store reports its commits here; nil: none
 	limiter *limiter       // a request budget per key; nil: no limit
 	cors    *corsPolicy    // nil: CORS off
+	ready   *readiness     // set by newServer when nil
 
 	metrics *serviceMetrics // made by newServer
 }
@@ -63,6 +64,7 @@ func routes(d deps, doc, doc30 []byte) []route {
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
+		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
 		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics)},
 	}
 }
@@ -71,6 +73,9 @@ func routes(d deps, doc, doc30 []byte) []route {
 // request, and the OpenAPI 3.1 document it serves. extra routes (a test's) are
 // served like the others but not documented.
 func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
+	if d.ready == nil {
+		d.ready = &readiness{}
+	}
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
 	described := routes(d, nil, nil)
