@@ -275,9 +275,9 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
+	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
 	if cfg.generatedKey {
-		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
 	}
 	return nil
 }
