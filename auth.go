@@ -70,15 +70,19 @@ func allScopes(keys ...string) []apiKey {
 // keySet is a set of accepted API keys, kept as digests, so comparisons take
 // the same time whatever a key's length, each with its scopes.
 type keySet struct {
-	digests []keyDigest
-	scopes  []scopes // of digests[i]
+	entries []keyEntry
+}
+
+// keyEntry is one accepted key of a keySet.
+type keyEntry struct {
+	digest keyDigest
+	scopes scopes
 }
 
 func newKeySet(keys []apiKey) *keySet {
 	ks := &keySet{}
 	for _, k := range keys {
-		ks.digests = append(ks.digests, sha256.Sum256([]byte(k.secret)))
-		ks.scopes = append(ks.scopes, k.scopes)
+		ks.entries = append(ks.entries, keyEntry{digest: sha256.Sum256([]byte(k.secret)), scopes: k.scopes})
 	}
 	return ks
 }
@@ -86,15 +90,17 @@ func newKeySet(keys []apiKey) *keySet {
 // match returns key's digest and the scopes the set grants it: none when
 // it is not one of the set; those of every entry when it is listed more
 // than once. It compares against every key, in constant time, so timing
-// tells nothing about which key came close.
+// tells nothing about which key came close: an entry's scopes are masked
+// in, or out, whether it matched or not.
 func (ks *keySet) match(key string) (keyDigest, scopes) {
 	d := keyDigest(sha256.Sum256([]byte(key)))
-	granted := 0
-	for i := range ks.digests {
-		equal := subtle.ConstantTimeCompare(d[:], ks.digests[i][:])
-		granted |= subtle.ConstantTimeSelect(equal, int(ks.scopes[i]), 0)
+	var granted scopes
+	for i := range ks.entries {
+		e := &ks.entries[i]
+		equal := subtle.ConstantTimeCompare(d[:], e.digest[:]) // 1 or 0
+		granted |= e.scopes & -scopes(equal)
 	}
-	return d, scopes(granted)
+	return d, granted
 }
 
 // keyring holds the key set in force. Rotation (see keys.go) replaces the
