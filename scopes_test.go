@@ -373,3 +373,43 @@ func TestRoutesNameOneScope(t *testing.T) {
 		t.Errorf("a route with one scope: %v", err)
 	}
 }
+
+// The OpenAPI documents describe the scopes: in 3.1 each operation that
+// needs a key names its scope in its security requirement, and every such
+// operation, in both documents, documents the 403 with its challenge and
+// the scope in words; 3.0, which allows no roles for a bearer scheme,
+// leaves the requirement's list empty.
+func TestOpenAPIScopes(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	ops31 := documentedOperations(t, fetchDocument(t, env))
+	ops30 := documentedOperations(t, fetchDocumentAt(t, env, "/v1/openapi-3.0.json"))
+	for _, rt := range routes(deps{store: env.store}, nil, nil) {
+		for _, method := range rt.methods() {
+			key := method + " " + rt.path
+			for version, op := range map[string]map[string]any{"3.1": ops31[key], "3.0": ops30[key]} {
+				forbidden := at(op, "responses", "403")
+				if rt.public {
+					if forbidden != nil {
+						t.Errorf("%s %s: a public operation documents 403", version, key)
+					}
+					continue
+				}
+				want := []any{rt.scope.String()}
+				if version == "3.0" {
+					want = []any{}
+				}
+				if got := at(op, "security"); fmt.Sprint(got) != fmt.Sprint([]any{map[string]any{"bearerAuth": want}}) {
+					t.Errorf("%s %s: security %v, want bearerAuth %v", version, key, got, want)
+				}
+				desc, _ := at(forbidden, "description").(string)
+				if !strings.Contains(desc, "`insufficient_scope`") || !strings.Contains(desc, "`"+rt.scope.String()+"`") || at(forbidden, "headers", "WWW-Authenticate") == nil {
+					t.Errorf("%s %s: 403 %v, want insufficient_scope, the scope %s and WWW-Authenticate", version, key, forbidden, rt.scope)
+				}
+			}
+		}
+	}
+	if desc := at(ops31["POST /v1/categories"], "responses", "403", "description").(string); !strings.Contains(desc, "`quota_exceeded`") {
+		t.Errorf("POST /v1/categories: the 403 lost quota_exceeded: %s", desc)
+	}
+}
