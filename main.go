@@ -89,6 +89,9 @@ Configuration comes from the environment:
   PETSTORE_API_KEYS         comma-separated accepted API keys
   PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
                             read again on SIGHUP and when it changes
+                            A key of either may be limited to scopes, read,
+                            write (implies read) and metrics: KEY:read,
+                            KEY:write+metrics; without them it has all three
   PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
   PETSTORE_MAX_CONNS        open connections at most (default 10000)
   PETSTORE_MAX_CATEGORIES   categories the catalogue holds at most, across an
