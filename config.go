@@ -34,7 +34,8 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
-	maxCats      int64 // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	maxCats      int64       // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	cors         *corsPolicy // PETSTORE_CORS_ORIGINS; nil: CORS off
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -57,6 +58,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 	}
 	if err := loadLimits(getenv, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.cors, err = parseCORSOrigins(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
 		return cfg, err
 	}
 	if err := loadKeys(getenv, &cfg); err != nil {

@@ -33,6 +33,7 @@ const (
 	codeRequestTimeout       = "request_timeout"
 	codeUnavailable          = "unavailable"
 	codeQuotaExceeded        = "quota_exceeded"
+	codeOriginNotAllowed     = "origin_not_allowed"
 )
 
 var statusOf = map[string]int{
@@ -57,6 +58,7 @@ var statusOf = map[string]int{
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnavailable:          http.StatusServiceUnavailable,
 	codeQuotaExceeded:        http.StatusForbidden,
+	codeOriginNotAllowed:     http.StatusForbidden,
 }
 
 // apiError is an error meant for the client: its code and message become the

@@ -86,6 +86,8 @@ one command instead and exits:
 Configuration comes from the environment:
 
   PETSTORE_ADDR             listen address (default :8080)
+  PETSTORE_CORS_ORIGINS     origins whose pages may call the API, comma-separated
+                            (https://app.example.com), or * (default none)
   PETSTORE_API_KEYS         comma-separated accepted API keys
   PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
                             read again on SIGHUP and when it changes
@@ -162,6 +164,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
 		commits: commits,
 		limiter: startRateLimiter(ctx, cfg.rateLimit),
+		cors:    cfg.cors,
 	})
 	if err != nil {
 		return err
@@ -278,7 +281,7 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
+	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit), "cors_origins", cfg.cors.String())
 	if cfg.generatedKey {
 		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
 	}

@@ -46,6 +46,7 @@ type deps struct {
 
 	commits *commitMetrics // the store reports its commits here; nil: none
 	limiter *limiter       // a request budget per key; nil: no limit
+	cors    *corsPolicy    // nil: CORS off
 
 	metrics *serviceMetrics // made by newServer
 }
@@ -90,6 +91,9 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	var patterns []string
 	for _, rt := range append(described, extra...) {
 		patterns = append(patterns, rt.method+" "+rt.path)
+		if d.cors != nil {
+			patterns = append(patterns, "OPTIONS "+rt.path)
+		}
 	}
 	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
 	table := append(routes(d, doc, doc30), extra...)
@@ -124,7 +128,8 @@ func (dep deprecation) headerValues() (deprecated, sunset string) {
 }
 
 // newHandler builds the service's handler from a route table. Middleware
-// runs in this order: log (with request id) → framing → recover → path check → mux →
+// runs in this order: log (with request id) → CORS headers (when configured) →
+// framing → recover → path check → mux →
 // per route: deprecation headers → auth → query check → sunset gate → handler.
 func newHandler(table []route, d deps) http.Handler {
 	mux := http.NewServeMux()
@@ -154,11 +159,18 @@ func newHandler(table []route, d deps) http.Handler {
 	// method, so these catch only the methods a path does not have.
 	for _, p := range paths {
 		mux.Handle(p, methodNotAllowed(methods[p]))
+		if d.cors != nil {
+			mux.Handle("OPTIONS "+p, preflight(d.cors, methods[p]))
+		}
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", textcut.Truncate(r.URL.Path, 200)))
 	}))
-	return logRequests(newAccessLog(d.access), d.log, d.metrics, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
+	h := closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux)))
+	if d.cors != nil {
+		h = corsHeaders(d.cors, h)
+	}
+	return logRequests(newAccessLog(d.access), d.log, d.metrics, h)
 }
 
 func methodNotAllowed(methods []string) http.Handler {
@@ -166,9 +178,14 @@ func methodNotAllowed(methods []string) http.Handler {
 	slices.Sort(methods)
 	allow := []string{strings.Join(methods, ", ")}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Allow"] = allow
-		writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(r.Method, 20), allow[0]))
+		notAllowed(w, r, r.Method, allow)
 	})
+}
+
+// notAllowed answers 405 for method on a path whose methods allow lists.
+func notAllowed(w http.ResponseWriter, r *http.Request, method string, allow []string) {
+	w.Header()["Allow"] = allow
+	writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(method, 20), allow[0]))
 }
 
 // deprecationHeaders adds Deprecation and Sunset to every answer of a route.
