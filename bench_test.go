@@ -200,7 +200,7 @@ func BenchmarkAuth(b *testing.B) {
 		for i := 1; i < keys; i++ {
 			accepted = append(accepted, fmt.Sprintf("another-key-%d", i))
 		}
-		h := requireKey(newKeyring(accepted), nil, ok)
+		h := requireKey(newKeyring(allScopes(accepted...)), nil, scopeRead, ok)
 		for _, tc := range []struct {
 			name, header string
 			want         int

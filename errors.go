@@ -18,6 +18,7 @@ const (
 	codeUnknownField         = "unknown_field"
 	codeInvalidParameter     = "invalid_parameter"
 	codeUnauthorized         = "unauthorized"
+	codeInsufficientScope    = "insufficient_scope"
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeConflict             = "conflict"
@@ -42,6 +43,7 @@ var statusOf = map[string]int{
 	codeUnknownField:         http.StatusBadRequest,
 	codeInvalidParameter:     http.StatusBadRequest,
 	codeUnauthorized:         http.StatusUnauthorized,
+	codeInsufficientScope:    http.StatusForbidden,
 	codeNotFound:             http.StatusNotFound,
 	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	codeConflict:             http.StatusConflict,

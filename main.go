@@ -91,6 +91,9 @@ Configuration comes from the environment:
   PETSTORE_API_KEYS         comma-separated accepted API keys
   PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
                             read again on SIGHUP and when it changes
+                            A key of either may be limited to scopes, read,
+                            write (implies read) and metrics: KEY:read,
+                            KEY:write+metrics; without them it has all three
   PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
   PETSTORE_MAX_CONNS        open connections at most (default 10000)
   PETSTORE_MAX_CATEGORIES   categories the catalogue holds at most, across an
@@ -282,9 +285,9 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
+	log.Info("listening", "addr", addr.String(), "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
 	if cfg.generatedKey {
-		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
 	}
 	return nil
 }

@@ -383,7 +383,7 @@ func TestDeprecationHeaders(t *testing.T) {
 	// headers come from the route's deprecation, whatever the handler.
 	okRoute := route{method: "GET", path: "/v1/test/deprecated-ok", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{}`))
-	}), deprecation: &dep}
+	}), scope: scopeRead, deprecation: &dep}
 	noKey := map[string]string{}
 	badKey := map[string]string{"Authorization": "Bearer not-a-key"}
 

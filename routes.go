@@ -22,6 +22,7 @@ type route struct {
 	operationID string // names the operation in the OpenAPI document
 	handler     http.Handler
 	public      bool         // no API key needed
+	scope       scopes       // the key scope it needs, when not public (exactly one)
 	deprecation *deprecation // nil: not deprecated
 	stability   string       // "experimental", "beta" or ""
 	query       bool         // defines query parameters, which its handler checks; others take none
@@ -56,16 +57,16 @@ type deps struct {
 // the same in OpenAPI 3.0.3.
 func routes(d deps, doc, doc30 []byte) []route {
 	return []route{
-		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), query: true},
-		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies)},
-		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
-		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
-		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
+		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), scope: scopeRead, query: true},
+		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies), scope: scopeWrite},
+		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), scope: scopeRead, stability: "experimental"},
+		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), scope: scopeRead, deprecation: &d.pets},
+		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders"), scope: scopeRead},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
-		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics)},
+		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: scopeMetrics},
 	}
 }
 
@@ -79,6 +80,9 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
 	described := routes(d, nil, nil)
+	if err := checkScopes(append(described, extra...)); err != nil {
+		return nil, nil, err
+	}
 	doc, err := buildOpenAPI(described)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
@@ -99,6 +103,19 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
 	table := append(routes(d, doc, doc30), extra...)
 	return newHandler(table, d), doc, nil
+}
+
+// checkScopes makes sure every route that needs a key names exactly one
+// scope, and a public one none: a route cannot be served to every key by
+// forgetting its scope.
+func checkScopes(table []route) error {
+	for _, rt := range table {
+		single := rt.scope != 0 && rt.scope&(rt.scope-1) == 0 && rt.scope&^scopeAll == 0
+		if rt.public && rt.scope != 0 || !rt.public && !single {
+			return fmt.Errorf("route %s %s: a route needs one key scope, or none when public (scope %08b)", rt.method, rt.path, rt.scope)
+		}
+	}
+	return nil
 }
 
 // methods returns the methods a route answers: its own, and HEAD for GET.
@@ -132,7 +149,7 @@ func newHandler(table []route, d deps) http.Handler {
 			h = rejectQuery(h)
 		}
 		if !rt.public {
-			h = requireKey(d.keys, d.limiter, h)
+			h = requireKey(d.keys, d.limiter, rt.scope, h)
 		}
 		if rt.deprecation != nil {
 			h = deprecationHeaders(*rt.deprecation, h)
