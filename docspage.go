@@ -83,6 +83,8 @@ func handleDocsPage(page *docsPage) http.Handler {
 		h["Content-Type"] = page.contentType
 		h["Content-Length"] = page.length
 		w.WriteHeader(http.StatusOK)
-		w.Write(page.body)
+		if r.Method != http.MethodHead {
+			w.Write(page.body)
+		}
 	})
 }

@@ -182,11 +182,31 @@ func docsViewOf(doc []byte) (*docsView, error) {
 	}
 	v.Errors = errorCodes(d, v.Groups)
 	v.Schemas = d.schemas()
-	for _, name := range sortedKeys(obj(obj(d["components"])["headers"])) {
-		h := obj(obj(obj(d["components"])["headers"])[name])
-		v.Headers = append(v.Headers, docsHeader{name, inline(str(h["description"]))})
-	}
+	v.Headers = d.headers(ops)
 	return v, nil
+}
+
+// headers describes every response header the document names, once: the
+// components' own, then those an operation describes in place.
+func (d oaDoc) headers(ops []oaOperation) []docsHeader {
+	described := map[string]template.HTML{}
+	for name, h := range obj(obj(d["components"])["headers"]) {
+		described[name] = inline(str(obj(h)["description"]))
+	}
+	for _, o := range ops {
+		for _, r := range obj(o.op["responses"]) {
+			for name, h := range obj(d.resolve(r)["headers"]) {
+				if _, ok := described[name]; !ok {
+					described[name] = inline(str(d.resolve(h)["description"]))
+				}
+			}
+		}
+	}
+	var out []docsHeader
+	for _, name := range sortedKeys(described) {
+		out = append(out, docsHeader{name, described[name]})
+	}
+	return out
 }
 
 // serverURL returns a server's URL with its variables at their defaults.
@@ -556,18 +576,18 @@ func bounds(s map[string]any) []template.HTML {
 // rangeOf words the bounds lo and hi of s: "1–100 characters", "at least
 // 1", "at most 1000 characters".
 func rangeOf(s map[string]any, lo, hi, unit string) string {
-	min, hasMin := s[lo].(float64)
-	max, hasMax := s[hi].(float64)
-	if unit != "" && (hasMax && max == 1 || !hasMax && min == 1) {
+	minV, hasMin := s[lo].(float64)
+	maxV, hasMax := s[hi].(float64)
+	if unit != "" && (hasMax && maxV == 1 || !hasMax && minV == 1) {
 		unit = strings.TrimSuffix(unit, "s") // "at least 1 character"
 	}
 	switch {
 	case hasMin && hasMax:
-		return number(min) + "–" + number(max) + unit
+		return number(minV) + "–" + number(maxV) + unit
 	case hasMin:
-		return "at least " + number(min) + unit
+		return "at least " + number(minV) + unit
 	case hasMax:
-		return "at most " + number(max) + unit
+		return "at most " + number(maxV) + unit
 	}
 	return ""
 }
