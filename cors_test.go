@@ -101,7 +101,7 @@ func TestCORSPreflight(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t, withCORS(t, "https://app.example.com, http://127.0.0.1:3000"))
 	methodsOf := map[string][]string{}
-	for _, rt := range routes(deps{}, nil, nil) {
+	for _, rt := range routes(deps{}, nil, nil, nil) {
 		methodsOf[rt.path] = append(methodsOf[rt.path], rt.methods()...)
 	}
 	if len(methodsOf) < 8 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -88,9 +89,36 @@ func buildOpenAPI(table []route) ([]byte, error) {
 		}
 	}
 	doc := st.Document
+	if err := describeErrorCodes(doc); err != nil {
+		return nil, err
+	}
 	doc["security"] = []any{map[string]any{"bearerAuth": []any{}}}
 	doc["paths"] = paths
 	return marshalDocument(doc)
+}
+
+// describeErrorCodes fills in the Error schema's code from the one table of
+// errors (statusOf): enum, every code by status, and x-status, the status
+// of each.
+func describeErrorCodes(doc map[string]any) error {
+	components, _ := doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	errSchema, _ := schemas["Error"].(map[string]any)
+	props, _ := errSchema["properties"].(map[string]any)
+	code, ok := props["code"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("openapi_static.json has no Error schema with a code property")
+	}
+	codes := slices.SortedFunc(maps.Keys(statusOf), func(a, b string) int {
+		return cmp.Or(cmp.Compare(statusOf[a], statusOf[b]), strings.Compare(a, b))
+	})
+	enum := make([]any, len(codes))
+	statuses := make(map[string]any, len(codes))
+	for i, c := range codes {
+		enum[i], statuses[c] = c, statusOf[c]
+	}
+	code["enum"], code["x-status"] = enum, statuses
+	return nil
 }
 
 // documentOrder is the order of the document's top-level members; others

@@ -53,9 +53,9 @@ type deps struct {
 }
 
 // routes lists the whole API. doc is the OpenAPI 3.1 document served at
-// /v1/openapi.json, which newServer builds from this same list, and doc30
-// the same in OpenAPI 3.0.3.
-func routes(d deps, doc, doc30 []byte) []route {
+// /v1/openapi.json, which newServer builds from this same list, doc30 the
+// same in OpenAPI 3.0.3, and page the docs page made from doc.
+func routes(d deps, doc, doc30 []byte, page *docsPage) []route {
 	return []route{
 		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), scope: scopeRead, query: true},
 		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies), scope: scopeWrite},
@@ -64,6 +64,7 @@ func routes(d deps, doc, doc30 []byte) []route {
 		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders"), scope: scopeRead},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
+		{method: "GET", path: "/docs", operationID: "getDocs", handler: handleDocsPage(page), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
 		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: scopeMetrics},
@@ -79,7 +80,7 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	}
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
-	described := routes(d, nil, nil)
+	described := routes(d, nil, nil, nil)
 	if err := checkScopes(append(described, extra...)); err != nil {
 		return nil, nil, err
 	}
@@ -91,6 +92,10 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI 3.0 document: %w", err)
 	}
+	page, err := newDocsPage(doc)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Metrics count by route pattern, so their series are laid out now,
 	// one per pattern the mux can report.
 	var patterns []string
@@ -101,7 +106,7 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 		}
 	}
 	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
-	table := append(routes(d, doc, doc30), extra...)
+	table := append(routes(d, doc, doc30, page), extra...)
 	return newHandler(table, d), doc, nil
 }
 

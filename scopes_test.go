@@ -384,7 +384,7 @@ func TestOpenAPIScopes(t *testing.T) {
 	env := newTestEnv(t)
 	ops31 := documentedOperations(t, fetchDocument(t, env))
 	ops30 := documentedOperations(t, fetchDocumentAt(t, env, "/v1/openapi-3.0.json"))
-	for _, rt := range routes(deps{store: env.store}, nil, nil) {
+	for _, rt := range routes(deps{store: env.store}, nil, nil, nil) {
 		for _, method := range rt.methods() {
 			key := method + " " + rt.path
 			for version, op := range map[string]map[string]any{"3.1": ops31[key], "3.0": ops30[key]} {
