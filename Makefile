@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies cluster
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies cluster image
 
 run:
 	$(GO) run .
@@ -58,3 +58,21 @@ bench-bodies: build
 DIR ?= /tmp/petstore-cluster
 cluster:
 	deploy/cluster.sh $(DIR)
+
+# The container image (Containerfile), tagged $(IMAGE), built with podman, or
+# docker when podman is missing. The binary is built here (static: CGO off)
+# and copied in with the host's CA bundle, the first of CA_BUNDLES found.
+# PODMAN_FLAGS go before `build` (e.g. --cgroup-manager cgroupfs).
+IMAGE ?= localhost/petstore:latest
+CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+CA_BUNDLES ?= /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt /etc/ssl/ca-bundle.pem /etc/ssl/cert.pem
+CA_BUNDLE ?= $(firstword $(wildcard $(CA_BUNDLES)))
+PODMAN_FLAGS ?=
+image:
+	@[ -n "$(CA_BUNDLE)" ] || { echo "make image: no CA bundle in $(CA_BUNDLES); set CA_BUNDLE=FILE"; exit 1; }
+	rm -rf build/image
+	mkdir -p build/image/volume/data
+	chmod 0700 build/image/volume/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/image/petstore .
+	cp $(CA_BUNDLE) build/image/ca-certificates.crt
+	$(CONTAINER_TOOL) $(PODMAN_FLAGS) build -f Containerfile -t $(IMAGE) .

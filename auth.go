@@ -21,30 +21,86 @@ func (d *keyDigest) appendFingerprint(dst []byte) []byte { return hex.AppendEnco
 // fingerprint returns the key's fingerprint (see appendFingerprint).
 func (d keyDigest) fingerprint() string { return string(d.appendFingerprint(nil)) }
 
-// keySet is a set of accepted API keys, kept as digests, so comparisons take
-// the same time whatever a key's length.
-type keySet struct {
-	digests []keyDigest
+// scopes is a set of key scopes, one bit each (docs/api.md,
+// "Authentication"): what an accepted key may do. Every accepted key has at
+// least one, so no scopes at all means no key matched.
+type scopes uint8
+
+const (
+	scopeRead    scopes = 1 << iota // GET and HEAD of the /v1 API
+	scopeWrite                      // creates; a key with it has scopeRead too
+	scopeMetrics                    // GET /metrics
+
+	scopeAll = scopeRead | scopeWrite | scopeMetrics // a key written without scopes
+)
+
+// scopeNames names each scope as keys are written with it (KEY:read+metrics),
+// in the order logs and messages list them.
+var scopeNames = [...]struct {
+	name  string
+	scope scopes
+}{{"read", scopeRead}, {"write", scopeWrite}, {"metrics", scopeMetrics}}
+
+// String returns the names of the scopes in s, joined by "+".
+func (s scopes) String() string {
+	var names []string
+	for _, n := range scopeNames {
+		if s&n.scope != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, "+")
 }
 
-func newKeySet(keys []string) *keySet {
+// apiKey is an accepted API key and its scopes, as configured.
+type apiKey struct {
+	secret string // never logged
+	scopes scopes
+}
+
+// allScopes returns keys, each with every scope: keys written without any.
+func allScopes(keys ...string) []apiKey {
+	out := make([]apiKey, len(keys))
+	for i, k := range keys {
+		out[i] = apiKey{secret: k, scopes: scopeAll}
+	}
+	return out
+}
+
+// keySet is a set of accepted API keys, kept as digests, so comparisons take
+// the same time whatever a key's length, each with its scopes.
+type keySet struct {
+	entries []keyEntry
+}
+
+// keyEntry is one accepted key of a keySet.
+type keyEntry struct {
+	digest keyDigest
+	scopes scopes
+}
+
+func newKeySet(keys []apiKey) *keySet {
 	ks := &keySet{}
 	for _, k := range keys {
-		ks.digests = append(ks.digests, sha256.Sum256([]byte(k)))
+		ks.entries = append(ks.entries, keyEntry{digest: sha256.Sum256([]byte(k.secret)), scopes: k.scopes})
 	}
 	return ks
 }
 
-// match reports whether key is one of the set, and its digest. It compares
-// against every key, in constant time, so timing tells nothing about which
-// key came close.
-func (ks *keySet) match(key string) (keyDigest, bool) {
+// match returns key's digest and the scopes the set grants it: none when
+// it is not one of the set; those of every entry when it is listed more
+// than once. It compares against every key, in constant time, so timing
+// tells nothing about which key came close: an entry's scopes are masked
+// in, or out, whether it matched or not.
+func (ks *keySet) match(key string) (keyDigest, scopes) {
 	d := keyDigest(sha256.Sum256([]byte(key)))
-	match := 0
-	for i := range ks.digests {
-		match |= subtle.ConstantTimeCompare(d[:], ks.digests[i][:])
+	var granted scopes
+	for i := range ks.entries {
+		e := &ks.entries[i]
+		equal := subtle.ConstantTimeCompare(d[:], e.digest[:]) // 1 or 0
+		granted |= e.scopes & -scopes(equal)
 	}
-	return d, match == 1
+	return d, granted
 }
 
 // keyring holds the key set in force. Rotation (see keys.go) replaces the
@@ -53,13 +109,13 @@ type keyring struct {
 	current atomic.Pointer[keySet]
 }
 
-func newKeyring(keys []string) *keyring {
+func newKeyring(keys []apiKey) *keyring {
 	kr := &keyring{}
 	kr.current.Store(newKeySet(keys))
 	return kr
 }
 
-func (kr *keyring) match(key string) (keyDigest, bool) { return kr.current.Load().match(key) }
+func (kr *keyring) match(key string) (keyDigest, scopes) { return kr.current.Load().match(key) }
 
 // WWW-Authenticate challenges (RFC 6750 section 3).
 var (
@@ -72,6 +128,20 @@ var (
 	errKeyNotAccepted = apiErrorf(codeUnauthorized, "API key not accepted")
 )
 
+// scopeRefusal is the 403 of a route whose key lacks the scope it needs:
+// its challenge (RFC 6750 section 3.1) and its error, made once per route.
+type scopeRefusal struct {
+	challenge []string
+	err       error
+}
+
+func newScopeRefusal(need scopes) scopeRefusal {
+	return scopeRefusal{
+		challenge: []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`},
+		err:       apiErrorf(codeInsufficientScope, "this API key does not have the scope %q, which this operation needs", need.String()),
+	}
+}
+
 // bearerToken returns the token of an Authorization header value with the
 // Bearer scheme (case-insensitive), or "".
 func bearerToken(header string) string {
@@ -83,11 +153,13 @@ func bearerToken(header string) string {
 }
 
 // requireKey wraps next so that it runs only for requests that carry an
-// accepted API key as a bearer token. It runs before the body is read. The
-// accepted key's digest goes into the request's facts, for the log and the
-// limiter; with a limiter, each accepted request spends from its key's
-// budget, and every answer says what is left.
-func requireKey(keys *keyring, limits *limiter, next http.Handler) http.Handler {
+// accepted API key as a bearer token, with the scope need. It runs before
+// the body is read. The accepted key's digest goes into the request's
+// facts, for the log and the limiter; with a limiter, each accepted request
+// spends from its key's budget, its scope or not, and every answer says
+// what is left.
+func requireKey(keys *keyring, limits *limiter, need scopes, next http.Handler) http.Handler {
+	refusal := newScopeRefusal(need)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		header := headerValue(r.Header, "Authorization")
 		if header == "" {
@@ -95,8 +167,8 @@ func requireKey(keys *keyring, limits *limiter, next http.Handler) http.Handler 
 			return
 		}
 		token := bearerToken(header)
-		digest, ok := keys.match(token)
-		if token == "" || !ok {
+		digest, granted := keys.match(token)
+		if token == "" || granted == 0 {
 			refuseKey(w, r, challengeInvalid, errKeyNotAccepted)
 			return
 		}
@@ -110,13 +182,17 @@ func requireKey(keys *keyring, limits *limiter, next http.Handler) http.Handler 
 				return
 			}
 		}
+		if granted&need == 0 {
+			refuseKey(w, r, refusal.challenge, refusal.err)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
 
 var errRateLimited = apiErrorf(codeRateLimited, "too many requests with this API key; Retry-After says when to try again")
 
-// refuseKey answers 401. A body the client is still sending is not waited
+// refuseKey answers 401, or 403 for a key without the scope. A body the client is still sending is not waited
 // for: net/http would read it before sending the answer, to keep the
 // connection, so the connection is closed instead.
 func refuseKey(w http.ResponseWriter, r *http.Request, challenge []string, err error) {

@@ -43,7 +43,12 @@ func petstoreBinary(t testing.TB) string {
 			return
 		}
 		testBinary.path = filepath.Join(testBinary.dir, "petstore")
-		out, err := exec.Command("go", "build", "-o", testBinary.path, ".").CombinedOutput()
+		// Built as `make image` builds it (static, -trimpath), so the tests
+		// run the binary the image ships and the image's build finds every
+		// package compiled.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", testBinary.path, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			testBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
 		}

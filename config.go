@@ -23,8 +23,8 @@ import (
 // docs/operations.md, "Starting").
 type config struct {
 	addr         string
-	keys         []string    // never logged: every key accepted at start
-	envKeys      []string    // the keys of PETSTORE_API_KEYS, which stay for the life of the process
+	keys         []apiKey    // never logged: every key accepted at start
+	envKeys      []apiKey    // the keys of PETSTORE_API_KEYS, which stay for the life of the process
 	keyFile      string      // PETSTORE_API_KEYS_FILE, read again to rotate keys
 	keyFileSeen  fileVersion // of the key file, as it was before loadConfig read it
 	generatedKey bool        // keys holds one key made up at start
@@ -34,8 +34,10 @@ type config struct {
 	maxConns     int        // open connections at most, before the file limit lowers it
 	rateLimit    *rateLimit // a request budget per key; nil: no limit
 	idemTTL      time.Duration
-	maxCats      int64     // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
-	tls          *tlsFiles // the TLS certificate and key; nil: plain HTTP
+	maxCats      int64         // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	cors         *corsPolicy   // PETSTORE_CORS_ORIGINS; nil: CORS off
+	drainDelay   time.Duration // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
+	tls          *tlsFiles     // the TLS certificate and key; nil: plain HTTP
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -59,6 +61,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if err := loadLimits(getenv, &cfg); err != nil {
 		return cfg, err
+	}
+	if cfg.cors, err = parseCORSOrigins(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
+		return cfg, err
+	}
+	if v, set := lookup(getenv, "PETSTORE_SHUTDOWN_DELAY"); set {
+		if cfg.drainDelay, err = time.ParseDuration(v); err != nil || cfg.drainDelay < 0 {
+			return cfg, fmt.Errorf("PETSTORE_SHUTDOWN_DELAY: %q is not a Go duration of 0s or more, such as 15s", textcut.Truncate(v, 40))
+		}
 	}
 	if err := loadKeys(getenv, &cfg); err != nil {
 		return cfg, err
@@ -126,7 +136,7 @@ func loadKeys(getenv func(string) string, cfg *config) error {
 		if err != nil {
 			return err
 		}
-		cfg.keys, cfg.generatedKey = []string{key}, true
+		cfg.keys, cfg.generatedKey = allScopes(key), true
 	}
 	return nil
 }
@@ -187,29 +197,81 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 // against the service, where a 4-character key falls in minutes.
 const minKeyLength = 16
 
-// checkKeys trims the keys, drops blank ones, and checks that each can be
-// sent as a bearer token (RFC 6750 b64token) and is at least minKeyLength
-// characters long. It reports a bad key by its position, counted in units
-// ("key" in a list, "line" in a file), never by its text.
-func checkKeys(source, unit string, raw []string) ([]string, error) {
-	var keys []string
-	for i, k := range raw {
-		k = strings.TrimSpace(k)
-		if k == "" {
+// checkKeys reads the keys of raw, each KEY or KEY:SCOPE[+SCOPE…]
+// (docs/operations.md, "Key scopes"): it trims them, drops blank ones, and
+// checks that each key can be sent as a bearer token (RFC 6750 b64token),
+// is at least minKeyLength characters long, and has known scopes, each
+// once. It reports a bad entry by its position, counted in units ("key" in
+// a list, "line" in a file), never by its text.
+func checkKeys(source, unit string, raw []string) ([]apiKey, error) {
+	var keys []apiKey
+	for i, entry := range raw {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
 			continue
 		}
-		if !isBearerToken(k) {
-			return nil, fmt.Errorf("%s: %s %d has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end)", source, unit, i+1)
+		key, problem := parseKeyEntry(entry)
+		if problem != "" {
+			return nil, fmt.Errorf("%s: %s %d %s", source, unit, i+1, problem)
 		}
-		if len(k) < minKeyLength {
-			return nil, fmt.Errorf("%s: %s %d is shorter than %d characters, too short to withstand guessing", source, unit, i+1, minKeyLength)
-		}
-		keys = append(keys, k)
+		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%s is set but holds no key", source)
 	}
 	return keys, nil
+}
+
+// parseKeyEntry reads one configured key, KEY or KEY:SCOPE[+SCOPE…]; a key
+// cannot hold a colon, so the first one starts the scopes. Its problem
+// completes a sentence about the entry ("key 2 …") and never quotes the
+// entry: what stands where a scope should could be part of a key.
+func parseKeyEntry(entry string) (apiKey, string) {
+	secret, written, scoped := strings.Cut(entry, ":")
+	switch {
+	case secret == "":
+		return apiKey{}, "has scopes but no key before the colon"
+	case !isBearerToken(secret):
+		return apiKey{}, "has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end; a colon starts the scopes)"
+	case len(secret) < minKeyLength:
+		return apiKey{}, fmt.Sprintf("is shorter than %d characters, too short to withstand guessing", minKeyLength)
+	case !scoped:
+		return apiKey{secret: secret, scopes: scopeAll}, ""
+	}
+	granted, problem := parseScopes(written)
+	return apiKey{secret: secret, scopes: granted}, problem
+}
+
+// parseScopes reads the scopes after a key's colon: names joined by "+",
+// lower case exactly, each at most once. write brings read with it.
+func parseScopes(written string) (scopes, string) {
+	var granted scopes
+	for name := range strings.SplitSeq(written, "+") {
+		scope := scopeNamed(name)
+		switch {
+		case name == "":
+			return 0, "has an empty scope (write KEY:read, KEY:write+metrics, or the key alone for every scope)"
+		case scope == 0:
+			return 0, "has a scope that is none of read, write and metrics (scope names are lower case)"
+		case granted&scope != 0:
+			return 0, fmt.Sprintf("names the scope %q twice", name)
+		}
+		granted |= scope
+	}
+	if granted&scopeWrite != 0 {
+		granted |= scopeRead
+	}
+	return granted, ""
+}
+
+// scopeNamed returns the scope called name, or none.
+func scopeNamed(name string) scopes {
+	for _, n := range scopeNames {
+		if n.name == name {
+			return n.scope
+		}
+	}
+	return 0
 }
 
 // isBearerToken reports whether s is an RFC 6750 b64token: characters of
@@ -220,7 +282,7 @@ func isBearerToken(s string) bool {
 }
 
 // readKeyFile reads one key per line; blank lines and # comments are skipped.
-func readKeyFile(path string) ([]string, error) {
+func readKeyFile(path string) ([]apiKey, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
@@ -229,7 +291,7 @@ func readKeyFile(path string) ([]string, error) {
 }
 
 // parseKeyFile reads the keys of data, the content of the key file path.
-func parseKeyFile(path string, data []byte) ([]string, error) {
+func parseKeyFile(path string, data []byte) ([]apiKey, error) {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {

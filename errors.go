@@ -18,6 +18,7 @@ const (
 	codeUnknownField         = "unknown_field"
 	codeInvalidParameter     = "invalid_parameter"
 	codeUnauthorized         = "unauthorized"
+	codeInsufficientScope    = "insufficient_scope"
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeConflict             = "conflict"
@@ -32,6 +33,7 @@ const (
 	codeRequestTimeout       = "request_timeout"
 	codeUnavailable          = "unavailable"
 	codeQuotaExceeded        = "quota_exceeded"
+	codeOriginNotAllowed     = "origin_not_allowed"
 )
 
 var statusOf = map[string]int{
@@ -41,6 +43,7 @@ var statusOf = map[string]int{
 	codeUnknownField:         http.StatusBadRequest,
 	codeInvalidParameter:     http.StatusBadRequest,
 	codeUnauthorized:         http.StatusUnauthorized,
+	codeInsufficientScope:    http.StatusForbidden,
 	codeNotFound:             http.StatusNotFound,
 	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	codeConflict:             http.StatusConflict,
@@ -55,6 +58,7 @@ var statusOf = map[string]int{
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnavailable:          http.StatusServiceUnavailable,
 	codeQuotaExceeded:        http.StatusForbidden,
+	codeOriginNotAllowed:     http.StatusForbidden,
 }
 
 // apiError is an error meant for the client: its code and message become the

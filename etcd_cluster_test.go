@@ -296,7 +296,7 @@ func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []b
 }
 
 // All members down: creates 503 unavailable with Retry-After, lists and
-// known categories still served from the cache, /healthz 503; members back:
+// known categories still served from the cache, /healthz and /readyz 503; members back:
 // creates work again, without restarting petstore.
 func TestEtcdQuorumLoss(t *testing.T) {
 	cluster := etcdtest.StartCluster(t)
@@ -327,23 +327,25 @@ func TestEtcdQuorumLoss(t *testing.T) {
 	if status, body, h := getVia(t, client, base, "/v1/categories/4", e2eKey); status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 		t.Errorf("GET an id beyond the cache without a cluster: %d %s; want 503 (it cannot be known)", status, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, body, h := getVia(t, client, base, "/healthz", "")
-		if status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"unavailable"`)) && h.Get("Retry-After") != "" {
-			break
+	for _, path := range []string{"/healthz", "/readyz"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			status, body, h := getVia(t, client, base, path, "")
+			if status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"unavailable"`)) && h.Get("Retry-After") != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s without a cluster: %d %s, want 503 unavailable", path, status, body)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a condition, bounded
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz without a cluster: %d %s, want 503 unavailable", status, body)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded
 	}
 
 	for _, m := range cluster.Members() {
 		m.Start(t)
 	}
 	cluster.WaitHealthy(t, 30*time.Second)
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; ; i++ {
 		status, c, _, err := createVia(client, base, e2eKey, fmt.Sprintf("after-%d", i))
 		if err == nil && status == http.StatusCreated {
@@ -357,8 +359,10 @@ func TestEtcdQuorumLoss(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition, bounded
 	}
-	if status, body, _ := getVia(t, client, base, "/healthz", ""); status != http.StatusOK {
-		t.Errorf("/healthz after the outage: %d %s", status, body)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if status, body, _ := getVia(t, client, base, path, ""); status != http.StatusOK {
+			t.Errorf("%s after the outage: %d %s", path, status, body)
+		}
 	}
 }
 

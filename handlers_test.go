@@ -28,7 +28,7 @@ var (
 )
 
 // withAcceptedKeys makes the handler accept exactly keys.
-func withAcceptedKeys(keys []string) testOption {
+func withAcceptedKeys(keys []apiKey) testOption {
 	return func(d *deps, _ *[]route) { d.keys = newKeyring(keys) }
 }
 
@@ -436,7 +436,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	t.Parallel()
 	const detail = "secret-panic-detail-7f3a"
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(detail) })
-	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking}))
+	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: scopeRead}))
 
 	for i := range 2 { // twice: a panic leaves nothing broken behind
 		id := fmt.Sprintf("panic-request-%d", i)
@@ -994,7 +994,14 @@ func TestLoadConfigKeys(t *testing.T) {
 		t.Fatalf("loadConfig: %v", err)
 	}
 	wantKeys := []string{"env-key-one-Bx5Qn", "env-key-two-Cw2Lp", "file-key-one-Dv7Kr", "file-key-two-Ej3Ps"}
-	gotKeys := slices.Sorted(slices.Values(cfg.keys))
+	var gotKeys []string
+	for _, k := range cfg.keys {
+		if k.scopes != scopeAll {
+			t.Errorf("a key written without scopes has %v, want every scope", k.scopes)
+		}
+		gotKeys = append(gotKeys, k.secret)
+	}
+	slices.Sort(gotKeys)
 	if !slices.Equal(gotKeys, wantKeys) {
 		t.Errorf("keys: got %q, want %q", gotKeys, wantKeys)
 	}
@@ -1031,7 +1038,10 @@ func TestLoadConfigGeneratesKey(t *testing.T) {
 		if len(cfg.keys) != 1 {
 			t.Fatalf("keys: got %d, want 1 generated key", len(cfg.keys))
 		}
-		key := cfg.keys[0]
+		key := cfg.keys[0].secret
+		if cfg.keys[0].scopes != scopeAll {
+			t.Errorf("the generated key has %v, want every scope", cfg.keys[0].scopes)
+		}
 		if len(key) != 43 {
 			t.Errorf("generated key %q: got %d characters, want 43", key, len(key))
 		}
@@ -1141,7 +1151,7 @@ func TestPanicAfterAnswerBeganAborts(t *testing.T) {
 		http.NewResponseController(w).Flush()
 		panic("after the answer began")
 	})
-	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-partial", operationID: "testPartial", handler: partial}))
+	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-partial", operationID: "testPartial", handler: partial, scope: scopeRead}))
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/test-partial", nil)

@@ -103,7 +103,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	}
 	d := deps{
 		store:  store.NewMemory(store.Options{}),
-		keys:   newKeyring([]string{testKey, testKey2}),
+		keys:   newKeyring(allScopes(testKey, testKey2)),
 		log:    newJSONLogger(logs),
 		access: logs,
 		now:    time.Now,

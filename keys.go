@@ -23,7 +23,7 @@ const keyFilePoll = 2 * time.Second
 // Logs give the number of keys, never a key.
 type keyRotation struct {
 	ring    *keyring
-	envKeys []string
+	envKeys []apiKey
 	path    string
 	log     *slog.Logger
 	watch   *fileWatch
@@ -51,7 +51,7 @@ func versionOf(path string) (fileVersion, error) {
 
 // newKeyRotation reloads path into ring, whose keys were read from the
 // file when it was at version seen.
-func newKeyRotation(ring *keyring, envKeys []string, path string, seen fileVersion, log *slog.Logger) *keyRotation {
+func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen fileVersion, log *slog.Logger) *keyRotation {
 	return &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log, watch: newFileWatch([]string{path}, []fileVersion{seen})}
 }
 
@@ -71,7 +71,7 @@ func (kr *keyRotation) poll() {
 // load puts the keys of data, the file's content (or err, the reason it
 // could not be read), with the environment's, in force.
 func (kr *keyRotation) load(why string, data [][]byte, err error) {
-	var keys []string
+	var keys []apiKey
 	if err == nil {
 		keys, err = parseKeyFile(kr.path, data[0])
 	}
@@ -79,8 +79,27 @@ func (kr *keyRotation) load(why string, data [][]byte, err error) {
 		kr.log.Error("API keys not reloaded; the keys in force stay", "reason", why, "file", kr.path, "error", err.Error())
 		return
 	}
-	kr.ring.current.Store(newKeySet(slices.Concat(kr.envKeys, keys)))
-	kr.log.Info("API keys reloaded", "reason", why, "file", kr.path, "file_keys", len(keys), "api_keys", len(kr.envKeys)+len(keys))
+	all := slices.Concat(kr.envKeys, keys)
+	kr.ring.current.Store(newKeySet(all))
+	kr.log.Info("API keys reloaded", "reason", why, "file", kr.path, "file_keys", len(keys), "api_keys", len(all), scopeCounts(all))
+}
+
+// scopeCounts is the log attribute that says how many keys have each scope
+// (a write key counts under read too), never a key.
+func scopeCounts(keys []apiKey) slog.Attr {
+	var counts [len(scopeNames)]int
+	for _, k := range keys {
+		for i, n := range scopeNames {
+			if k.scopes&n.scope != 0 {
+				counts[i]++
+			}
+		}
+	}
+	attrs := make([]any, len(scopeNames))
+	for i, n := range scopeNames {
+		attrs[i] = slog.Int(n.name, counts[i])
+	}
+	return slog.Group("key_scopes", attrs...)
 }
 
 // fileWatch tells when a set of files has changed and then stayed

@@ -148,7 +148,7 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring := newKeyring([]string{key})
+	ring := newKeyring(allScopes(key))
 	logs := &lockedBuffer{}
 	rotation := newKeyRotation(ring, nil, file, seen, slog.New(slog.NewJSONHandler(logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,7 +19,7 @@ func TestServerErrorsSkipTheAccessLog(t *testing.T) {
 	t.Parallel()
 	var access lockedBuffer
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking}))
+	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: scopeRead}))
 	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "ok-1"}})
 	env.do(t, request{method: "GET", path: "/v1/test-panic", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "boom-1"}})
 	if !strings.Contains(access.String(), `"request_id":"ok-1"`) || strings.Contains(access.String(), "boom-1") {
@@ -62,7 +62,7 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 	t.Cleanup(sink.Close)
 	t.Cleanup(release) // first, on a failure too, or the writer never ends
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	env := newTestEnv(t, withSink(sink), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking}))
+	env := newTestEnv(t, withSink(sink), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: scopeRead}))
 
 	const requests = 300
 	wantLines := 0

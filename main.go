@@ -89,9 +89,14 @@ one command instead and exits:
 Configuration comes from the environment:
 
   PETSTORE_ADDR             listen address (default :8080)
+  PETSTORE_CORS_ORIGINS     origins whose pages may call the API, comma-separated
+                            (https://app.example.com), or * (default none)
   PETSTORE_API_KEYS         comma-separated accepted API keys
   PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
                             read again on SIGHUP and when it changes
+                            A key of either may be limited to scopes, read,
+                            write (implies read) and metrics: KEY:read,
+                            KEY:write+metrics; without them it has all three
   PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
   PETSTORE_MAX_CONNS        open connections at most (default 10000)
   PETSTORE_MAX_CATEGORIES   categories the catalogue holds at most, across an
@@ -100,6 +105,8 @@ Configuration comes from the environment:
   PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
   PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
   PETSTORE_IDEMPOTENCY_TTL  how long an Idempotency-Key is kept (default 24h)
+  PETSTORE_SHUTDOWN_DELAY   on SIGTERM, how long /readyz answers 503 while
+                            everything else is still served (default 0s)
   PETSTORE_TLS_CERT_FILE    PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2
                             and HTTP/1.1); read again on SIGHUP and when it changes
   PETSTORE_TLS_KEY_FILE     PEM key of that certificate (both or neither)
@@ -155,6 +162,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	}
 	defer ln.Close() // on the ways out before Serve, which closes it otherwise
 	keys := newKeyring(cfg.keys)
+	ready := &readiness{}
 	handler, _, err := newServer(deps{
 		store:   store,
 		keys:    keys,
@@ -165,6 +173,8 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
 		commits: commits,
 		limiter: startRateLimiter(ctx, cfg.rateLimit),
+		cors:    cfg.cors,
+		ready:   ready,
 	})
 	if err != nil {
 		return err
@@ -183,7 +193,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log))
 	}
 	go watchReloads(ctx, hup, keyFilePoll, log, reloads...)
-	return serve(ctx, srv, conns.Listen(ln), store, conns, lim.grace, log)
+	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: lim.grace}, log)
 }
 
 // runTool runs the one command args names (see usage) instead of serving.
@@ -313,17 +323,25 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit))
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
 	if cfg.generatedKey {
-		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0])
+		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
 	}
 	return nil
 }
 
-// serve serves srv on ln until it fails or ctx is done; then it drains:
-// in-flight requests get grace to finish, and the store is closed, which
-// makes what it accepted durable.
-func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, conns *connlimit.Limiter, grace time.Duration, log *slog.Logger) error {
+// stopping is how serve stops once its context is done.
+type stopping struct {
+	ready *readiness
+	delay time.Duration // served on, not ready, for this long (docs/operations.md, "Readiness and draining")
+	grace time.Duration // then in-flight requests get this long to finish
+}
+
+// serve serves srv on ln until it fails or ctx is done; then it stops:
+// /readyz turns 503 and everything else is served on for stop.delay, or
+// until a second stop signal; then in-flight requests get stop.grace to
+// finish, and the store is closed, which makes what it accepted durable.
+func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, conns *connlimit.Limiter, stop stopping, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
 	go func() {
 		if srv.TLSConfig != nil {
@@ -337,6 +355,10 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 		return err
 	case <-ctx.Done():
 	}
+	if err := drain(stop, serveErr, log); err != nil {
+		return err
+	}
+	grace := stop.grace
 	log.Info("shutting down", "grace", grace.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
@@ -354,6 +376,30 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 		return fmt.Errorf("closing the journal: %w", err)
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// drain marks petstore not ready and serves on for stop.delay, unless a
+// second SIGINT or SIGTERM ends the delay first (the first one stopped
+// serve), or the server fails, which it returns.
+func drain(stop stopping, serveErr <-chan error, log *slog.Logger) error {
+	stop.ready.draining.Store(true)
+	if stop.delay <= 0 {
+		return nil
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	log.Info("draining: not ready, serving on", "delay", stop.delay.String())
+	delay := time.NewTimer(stop.delay)
+	defer delay.Stop()
+	select {
+	case <-delay.C:
+	case sig := <-again:
+		log.Info("a second stop signal ends the delay", "signal", sig.String())
+	case err := <-serveErr:
+		return err
+	}
 	return nil
 }
 

@@ -115,7 +115,7 @@ func newMetricsEnv(t *testing.T) *testEnv {
 	clock := newTestClock()
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("metrics test") })
 	return newTestEnv(t, withNow(afterPetsSunset), withLimiter(newLimiter(rateLimit{quota: 1000, window: time.Second, burst: 1000}, clock.now)),
-		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking}))
+		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: scopeRead}))
 }
 
 // promtoolPath returns the promtool binary. Without one the test skips

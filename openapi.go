@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -88,9 +89,36 @@ func buildOpenAPI(table []route) ([]byte, error) {
 		}
 	}
 	doc := st.Document
+	if err := describeErrorCodes(doc); err != nil {
+		return nil, err
+	}
 	doc["security"] = []any{map[string]any{"bearerAuth": []any{}}}
 	doc["paths"] = paths
 	return marshalDocument(doc)
+}
+
+// describeErrorCodes fills in the Error schema's code from the one table of
+// errors (statusOf): enum, every code by status, and x-status, the status
+// of each.
+func describeErrorCodes(doc map[string]any) error {
+	components, _ := doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	errSchema, _ := schemas["Error"].(map[string]any)
+	props, _ := errSchema["properties"].(map[string]any)
+	code, ok := props["code"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("openapi_static.json has no Error schema with a code property")
+	}
+	codes := slices.SortedFunc(maps.Keys(statusOf), func(a, b string) int {
+		return cmp.Or(cmp.Compare(statusOf[a], statusOf[b]), strings.Compare(a, b))
+	})
+	enum := make([]any, len(codes))
+	statuses := make(map[string]any, len(codes))
+	for i, c := range codes {
+		enum[i], statuses[c] = c, statusOf[c]
+	}
+	code["enum"], code["x-status"] = enum, statuses
+	return nil
 }
 
 // documentOrder is the order of the document's top-level members; others
@@ -148,6 +176,10 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 	op["parameters"] = append(slices.Clone(params), ref("#/components/parameters/RequestId"))
 	if rt.public {
 		op["security"] = []any{}
+	} else {
+		// OpenAPI 3.1 lets a requirement of a bearer scheme name roles:
+		// here the key scope the operation needs.
+		op["security"] = []any{map[string]any{"bearerAuth": []any{rt.scope.String()}}}
 	}
 	if rt.stability != "" {
 		op["x-stability"] = rt.stability
@@ -187,9 +219,10 @@ func describeDeprecation(op map[string]any, dep *deprecation) map[string]any {
 }
 
 // impliedResponses returns the operation's own responses and those its
-// route's middleware gives (400, 405 and 500 always; 401 and 429 past the key
-// check; 410 once deprecated), described from errs where the operation does
-// not word them itself.
+// route's middleware gives (400, 405 and 500 always; 401, 403 and 429 past
+// the key check; 410 once deprecated), described from errs where the
+// operation does not word them itself. The 403 of a key without the scope
+// names the scope and comes before the operation's own 403, if it has one.
 func impliedResponses(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
 	own, _ := static["responses"].(map[string]any)
 	responses := maps.Clone(own)
@@ -199,6 +232,20 @@ func impliedResponses(rt route, static map[string]any, errs map[string]string) (
 	}
 	if rt.deprecation != nil {
 		implied = append(implied, "410")
+	}
+	if !rt.public {
+		scoped, ok := errs["403"]
+		if !ok {
+			return nil, fmt.Errorf("openapi_static.json has no description of status 403")
+		}
+		scoped = strings.ReplaceAll(scoped, "{scope}", rt.scope.String())
+		if own, ok := responses["403"].(map[string]any); ok {
+			own = maps.Clone(own)
+			own["description"] = scoped + " " + fmt.Sprint(own["description"])
+			responses["403"] = own
+		} else {
+			responses["403"] = map[string]any{"description": scoped}
+		}
 	}
 	for _, status := range implied {
 		if _, ok := responses[status]; ok {
@@ -224,8 +271,10 @@ func describeResponse(rt route, status string, resp, deprecationHeaders map[stri
 	}
 	headers["X-Request-Id"] = ref("#/components/headers/X-Request-Id")
 	switch status {
-	case "401":
-		headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
+	case "401", "403":
+		if !rt.public {
+			headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
+		}
 	case "405":
 		headers["Allow"] = ref("#/components/headers/Allow")
 	}

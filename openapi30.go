@@ -51,6 +51,7 @@ func convertOpenAPI30(doc31 []byte) ([]byte, error) {
 	delete(components, "pathItems")
 	delete(components, "schemas") // put back converted, below
 	convertObject30(doc)
+	dropSecurityRoles30(doc)
 	for name, s := range schemas {
 		schemas[name] = convertSchema30(s)
 	}
@@ -58,6 +59,27 @@ func convertOpenAPI30(doc31 []byte) ([]byte, error) {
 		components["schemas"] = schemas
 	}
 	return marshalDocument(doc)
+}
+
+// dropSecurityRoles30 empties the role lists of the operations' security
+// requirements: 3.1 lets a bearer scheme's requirement name roles (the key
+// scope), 3.0 wants the list empty for every scheme but OAuth2 and OpenID
+// Connect. Each operation's 403 still names the scope it needs.
+func dropSecurityRoles30(doc map[string]any) {
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		item, _ := item.(map[string]any)
+		for _, op := range item {
+			op, _ := op.(map[string]any)
+			requirements, _ := op["security"].([]any)
+			for _, req := range requirements {
+				req, _ := req.(map[string]any)
+				for scheme := range req {
+					req[scheme] = []any{}
+				}
+			}
+		}
+	}
 }
 
 // convertObject30 rewrites the OpenAPI objects under v: a Reference object

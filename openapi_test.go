@@ -225,7 +225,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 	dep := deprecation{at: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), sunset: time.Date(2027, 8, 9, 10, 11, 12, 0, time.UTC)}
 	env := newTestEnv(t, withPets(dep))
 	ops := documentedOperations(t, fetchDocument(t, env))
-	table := routes(deps{store: store.NewMemory(store.Options{}), pets: dep}, nil, nil)
+	table := routes(deps{store: store.NewMemory(store.Options{}), pets: dep}, nil, nil, nil)
 
 	// Every GET route answers HEAD too: the document has both.
 	type documented struct {
@@ -336,7 +336,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 // disagree, in either direction.
 func TestBuildOpenAPIRefusesDrift(t *testing.T) {
 	t.Parallel()
-	table := routes(deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}, nil, nil)
+	table := routes(deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}, nil, nil, nil)
 	undescribed := append(slices.Clone(table), route{method: "DELETE", path: "/v1/categories/{id}", operationID: "deleteCategory", handler: http.NotFoundHandler()})
 	if _, err := buildOpenAPI(undescribed); err == nil || !strings.Contains(err.Error(), "deleteCategory") {
 		t.Errorf("a route the static parts do not describe: got %v, want an error naming it", err)
@@ -383,7 +383,7 @@ func TestDeprecationHeaders(t *testing.T) {
 	// headers come from the route's deprecation, whatever the handler.
 	okRoute := route{method: "GET", path: "/v1/test/deprecated-ok", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{}`))
-	}), deprecation: &dep}
+	}), scope: scopeRead, deprecation: &dep}
 	noKey := map[string]string{}
 	badKey := map[string]string{"Authorization": "Bearer not-a-key"}
 
@@ -482,7 +482,7 @@ func observeAccessLog(logs []byte) {
 // give for their operation.
 func undocumentedStatuses() ([]string, int, error) {
 	d := deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}
-	table := routes(d, nil, nil)
+	table := routes(d, nil, nil, nil)
 	_, body, err := newServer(d)
 	if err != nil {
 		return nil, 0, err

@@ -22,6 +22,7 @@ type route struct {
 	operationID string // names the operation in the OpenAPI document
 	handler     http.Handler
 	public      bool         // no API key needed
+	scope       scopes       // the key scope it needs, when not public (exactly one)
 	deprecation *deprecation // nil: not deprecated
 	stability   string       // "experimental", "beta" or ""
 	query       bool         // defines query parameters, which its handler checks; others take none
@@ -45,24 +46,28 @@ type deps struct {
 
 	commits *commitMetrics // the store reports its commits here; nil: none
 	limiter *limiter       // a request budget per key; nil: no limit
+	cors    *corsPolicy    // nil: CORS off
+	ready   *readiness     // set by newServer when nil
 
 	metrics *serviceMetrics // made by newServer
 }
 
 // routes lists the whole API. doc is the OpenAPI 3.1 document served at
-// /v1/openapi.json, which newServer builds from this same list, and doc30
-// the same in OpenAPI 3.0.3.
-func routes(d deps, doc, doc30 []byte) []route {
+// /v1/openapi.json, which newServer builds from this same list, doc30 the
+// same in OpenAPI 3.0.3, and page the docs page made from doc.
+func routes(d deps, doc, doc30 []byte, page *docsPage) []route {
 	return []route{
-		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), query: true},
-		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies)},
-		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), stability: "experimental"},
-		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), deprecation: &d.pets},
-		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders")},
+		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), scope: scopeRead, query: true},
+		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies), scope: scopeWrite},
+		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), scope: scopeRead, stability: "experimental"},
+		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), scope: scopeRead, deprecation: &d.pets},
+		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders"), scope: scopeRead},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
+		{method: "GET", path: "/docs", operationID: "getDocs", handler: handleDocsPage(page), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
-		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics)},
+		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
+		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: scopeMetrics},
 	}
 }
 
@@ -70,9 +75,15 @@ func routes(d deps, doc, doc30 []byte) []route {
 // request, and the OpenAPI 3.1 document it serves. extra routes (a test's) are
 // served like the others but not documented.
 func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
+	if d.ready == nil {
+		d.ready = &readiness{}
+	}
 	// The document describes the table; a route's handler plays no part in
 	// it, so the table is listed once to describe and once to serve.
-	described := routes(d, nil, nil)
+	described := routes(d, nil, nil, nil)
+	if err := checkScopes(append(described, extra...)); err != nil {
+		return nil, nil, err
+	}
 	doc, err := buildOpenAPI(described)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
@@ -81,15 +92,35 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI 3.0 document: %w", err)
 	}
+	page, err := newDocsPage(doc)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Metrics count by route pattern, so their series are laid out now,
 	// one per pattern the mux can report.
 	var patterns []string
 	for _, rt := range append(described, extra...) {
 		patterns = append(patterns, rt.method+" "+rt.path)
+		if d.cors != nil {
+			patterns = append(patterns, "OPTIONS "+rt.path)
+		}
 	}
 	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
-	table := append(routes(d, doc, doc30), extra...)
+	table := append(routes(d, doc, doc30, page), extra...)
 	return newHandler(table, d), doc, nil
+}
+
+// checkScopes makes sure every route that needs a key names exactly one
+// scope, and a public one none: a route cannot be served to every key by
+// forgetting its scope.
+func checkScopes(table []route) error {
+	for _, rt := range table {
+		single := rt.scope != 0 && rt.scope&(rt.scope-1) == 0 && rt.scope&^scopeAll == 0
+		if rt.public && rt.scope != 0 || !rt.public && !single {
+			return fmt.Errorf("route %s %s: a route needs one key scope, or none when public (scope %08b)", rt.method, rt.path, rt.scope)
+		}
+	}
+	return nil
 }
 
 // methods returns the methods a route answers: its own, and HEAD for GET.
@@ -107,7 +138,8 @@ func (dep deprecation) headerValues() (deprecated, sunset string) {
 }
 
 // newHandler builds the service's handler from a route table. Middleware
-// runs in this order: log (with request id) → framing → recover → path check → mux →
+// runs in this order: log (with request id) → CORS headers (when configured) →
+// framing → recover → path check → mux →
 // per route: deprecation headers → auth → query check → sunset gate → handler.
 func newHandler(table []route, d deps) http.Handler {
 	mux := http.NewServeMux()
@@ -122,7 +154,7 @@ func newHandler(table []route, d deps) http.Handler {
 			h = rejectQuery(h)
 		}
 		if !rt.public {
-			h = requireKey(d.keys, d.limiter, h)
+			h = requireKey(d.keys, d.limiter, rt.scope, h)
 		}
 		if rt.deprecation != nil {
 			h = deprecationHeaders(*rt.deprecation, h)
@@ -137,11 +169,18 @@ func newHandler(table []route, d deps) http.Handler {
 	// method, so these catch only the methods a path does not have.
 	for _, p := range paths {
 		mux.Handle(p, methodNotAllowed(methods[p]))
+		if d.cors != nil {
+			mux.Handle("OPTIONS "+p, preflight(d.cors, methods[p]))
+		}
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", textcut.Truncate(r.URL.Path, 200)))
 	}))
-	return logRequests(newAccessLog(d.access), d.log, d.metrics, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
+	h := closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux)))
+	if d.cors != nil {
+		h = corsHeaders(d.cors, h)
+	}
+	return logRequests(newAccessLog(d.access), d.log, d.metrics, h)
 }
 
 func methodNotAllowed(methods []string) http.Handler {
@@ -149,9 +188,14 @@ func methodNotAllowed(methods []string) http.Handler {
 	slices.Sort(methods)
 	allow := []string{strings.Join(methods, ", ")}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Allow"] = allow
-		writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(r.Method, 20), allow[0]))
+		notAllowed(w, r, r.Method, allow)
 	})
+}
+
+// notAllowed answers 405 for method on a path whose methods allow lists.
+func notAllowed(w http.ResponseWriter, r *http.Request, method string, allow []string) {
+	w.Header()["Allow"] = allow
+	writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(method, 20), allow[0]))
 }
 
 // deprecationHeaders adds Deprecation and Sunset to every answer of a route.

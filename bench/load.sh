@@ -188,14 +188,17 @@ for n in 100 10000; do
 	curl -fs -H "$AUTH" "$BASE/v1/categories" >"$OUT/list-$n.json"
 	say "GET /v1/categories with $n categories"
 	if [ "$n" = 100 ]; then
-		# Two more petstores: a rate limit too high ever to refuse (every
-		# answer takes a token and carries RateLimit headers), and the
-		# access log written to a real file instead of /dev/null.
+		# Three more petstores: a rate limit too high ever to refuse (every
+		# answer takes a token and carries RateLimit headers), the access
+		# log written to a real file instead of /dev/null, and CORS on with
+		# an allowed Origin on every request (every answer carries the CORS
+		# headers).
 		compare "$BASE/v1/categories" \
 			"petstore GET $n|start_petstore $OUT/list-$n.jsonl|$CONNS" \
 			"baseline GET $n|start_baseline $OUT/list-$n.json|$CONNS" \
 			"petstore GET $n limited|start_petstore $OUT/list-$n.jsonl /dev/null PETSTORE_RATE_LIMIT=1000000000/s|$CONNS" \
-			"petstore GET $n log file|rm -f $OUT/access.log; start_petstore $OUT/list-$n.jsonl $OUT/access.log|$CONNS"
+			"petstore GET $n log file|rm -f $OUT/access.log; start_petstore $OUT/list-$n.jsonl $OUT/access.log|$CONNS" \
+			"petstore GET $n CORS|start_petstore $OUT/list-$n.jsonl /dev/null PETSTORE_CORS_ORIGINS=https://app.example.com|$CONNS|-H Origin:https://app.example.com $BASE/v1/categories"
 		rm -f "$OUT/access.log"
 	else
 		compare "$BASE/v1/categories" \
@@ -360,7 +363,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	echo
 	printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
 	printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
-	for name in "petstore GET 100" "baseline GET 100" "petstore GET 100 limited" "petstore GET 100 log file" "petstore GET 10000" "baseline GET 10000" \
+	for name in "petstore GET 100" "baseline GET 100" "petstore GET 100 limited" "petstore GET 100 log file" "petstore GET 100 CORS" "petstore GET 10000" "baseline GET 10000" \
 		"petstore POST :memory: c$CONNS" "baseline POST c$CONNS" "petstore POST durable c$CONNS" "petstore POST durable c1" "petstore POST durable keys c$CONNS" \
 		"petstore GET 100 again" "petstore page 100 of 1M" "petstore name= of 1M"; do
 		printf '| %-30s | %12s | %10s |\n' "$name" "${RPS[$name]}" "${P99[$name]}"
@@ -378,6 +381,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "GET 100: petstore / baseline p99 latency" "$(ratio "${P99[petstore GET 100]}" "${P99[baseline GET 100]}")" "<=" 1.5
 	row "GET 100 rate-limited (never refused) / not limited" "$(ratio "${RPS[petstore GET 100 limited]}" "${RPS[petstore GET 100]}")" ">=" 0.97
 	row "GET 100 access log to a file / to /dev/null" "$(ratio "${RPS[petstore GET 100 log file]}" "${RPS[petstore GET 100]}")" ">=" 0.9
+	row "GET 100 with CORS and an allowed Origin / without CORS" "$(ratio "${RPS[petstore GET 100 CORS]}" "${RPS[petstore GET 100]}")" ">=" 0.95
 	row "GET 10000: petstore / baseline requests/s" "$(ratio "${RPS[petstore GET 10000]}" "${RPS[baseline GET 10000]}")" ">=" 0.9
 	row "POST :memory: / baseline POST requests/s" "$(ratio "${RPS[petstore POST :memory: c$CONNS]}" "${RPS[baseline POST c$CONNS]}")" ">=" 0.8
 	row "POST durable c$CONNS with Idempotency-Keys / without" "$(ratio "${RPS[petstore POST durable keys c$CONNS]}" "${RPS[petstore POST durable c$CONNS]}")" ">=" 0.9

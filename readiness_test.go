@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"petstore/internal/catalog"
+	"petstore/internal/store"
+)
+
+// withReady serves with ready as the readiness /readyz reports.
+func withReady(ready *readiness) testOption {
+	return func(d *deps, _ *[]route) { d.ready = ready }
+}
+
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	ready := &readiness{}
+	env := newTestEnv(t, withReady(ready))
+	noKey := map[string]string{}
+	rec := env.do(t, request{method: "GET", path: "/readyz", header: noKey})
+	if rec.Code != http.StatusOK || rec.Body.String() != `{"status":"ready"}` || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("ready: %d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	if rec := env.do(t, request{method: "HEAD", path: "/readyz", header: noKey}); rec.Code != http.StatusOK {
+		t.Errorf("HEAD: %d", rec.Code)
+	}
+	mustError(t, env.do(t, request{method: "GET", path: "/readyz?verbose=1", header: noKey}), http.StatusBadRequest, codeInvalidParameter)
+	rec = env.do(t, request{method: "POST", path: "/readyz", header: noKey})
+	mustError(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
+	if got := rec.Header().Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("Allow: %q", got)
+	}
+
+	ready.draining.Store(true)
+	for _, method := range []string{"GET", "HEAD"} {
+		rec := env.do(t, request{method: method, path: "/readyz", header: noKey})
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s while draining: %d, Retry-After %q; want 503 with Retry-After", method, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	body := mustError(t, env.do(t, request{method: "GET", path: "/readyz", header: noKey}), http.StatusServiceUnavailable, codeUnavailable)
+	if !strings.Contains(body.Message, "stopping") {
+		t.Errorf("message while draining: %q", body.Message)
+	}
+	// Draining changes nothing else: the API and /healthz are served.
+	if rec := env.do(t, request{method: "GET", path: "/healthz", header: noKey}); rec.Code != http.StatusOK {
+		t.Errorf("/healthz while draining: %d", rec.Code)
+	}
+	env.mustCreate(t, "dog")
+	if got := env.mustList(t); len(got) != 1 {
+		t.Errorf("list while draining: %d categories", len(got))
+	}
+}
+
+func TestReadyzStoreDown(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{catalog.ErrUnavailable, errors.New("journal: write failed: no space left on device")} {
+		logs := &lockedBuffer{}
+		env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: cause}), withLogTo(logs))
+		rec := env.do(t, request{method: "GET", path: "/readyz", header: map[string]string{}})
+		body := mustError(t, rec, http.StatusServiceUnavailable, codeUnavailable)
+		if rec.Header().Get("Retry-After") == "" || body.Message != "not ready: the store cannot take creates now" {
+			t.Errorf("%v: Retry-After %q, message %q", cause, rec.Header().Get("Retry-After"), body.Message)
+		}
+		if !strings.Contains(logs.String(), cause.Error()) {
+			t.Errorf("%v: the log line does not say why:\n%s", cause, logs)
+		}
+	}
+}
+
+func TestShutdownDelayConfig(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 0, "0s": 0, "15s": 15 * time.Second, "1m30s": 90 * time.Second} {
+		cfg, err := loadConfig(mapEnv(map[string]string{"PETSTORE_SHUTDOWN_DELAY": v}))
+		if err != nil || cfg.drainDelay != want {
+			t.Errorf("%q: %v, %v; want %v", v, cfg.drainDelay, err, want)
+		}
+	}
+	for _, v := range []string{"15", "-1s", "soon", "1x", strings.Repeat("9", 200) + "s"} {
+		_, err := loadConfig(mapEnv(map[string]string{"PETSTORE_SHUTDOWN_DELAY": v}))
+		if err == nil || !strings.HasPrefix(err.Error(), "PETSTORE_SHUTDOWN_DELAY: ") || len(err.Error()) > 200 {
+			t.Errorf("%q: got %v, want a short error naming PETSTORE_SHUTDOWN_DELAY", v, err)
+		}
+	}
+}
+
+// getStatus GETs url and returns the status, or 0 when nothing answered.
+func getStatus(client *http.Client, url string, header ...string) int {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestShutdownDelay runs the binary with a delay, sends SIGTERM, and
+// watches from outside: /readyz turns 503 at once while the API is still
+// served, on new connections too; the process stops when the delay is over.
+func TestShutdownDelay(t *testing.T) {
+	t.Parallel()
+	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "3s"})
+	client := newClient(t)
+	if got := getStatus(client, p.url("/readyz")); got != http.StatusOK {
+		t.Fatalf("/readyz before SIGTERM: %d", got)
+	}
+	p.signal(t, syscall.SIGTERM)
+	waitFor(t, "/readyz to turn 503", func() bool {
+		return getStatus(client, p.url("/readyz")) == http.StatusServiceUnavailable
+	})
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	if got := getStatus(fresh, p.url("/v1/categories"), "Authorization", "Bearer "+binKey); got != http.StatusOK || p.exited() {
+		t.Errorf("the API on a new connection while draining: %d (exited: %v), want 200", got, p.exited())
+	}
+	if got := getStatus(client, p.url("/healthz")); got != http.StatusOK {
+		t.Errorf("/healthz while draining: %d, want 200", got)
+	}
+	if code := p.wait(t, 3*time.Second+shutdownGrace+2*time.Second); code != 0 {
+		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
+	}
+	logs := p.stderr.String()
+	for _, msg := range []string{`"shutdown_delay":"3s"`, `"msg":"draining: not ready, serving on","delay":"3s"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs, msg) {
+			t.Errorf("log lacks %s:\n%s", msg, redactAll(logs))
+		}
+	}
+}
+
+// TestShutdownDelaySecondSignal: a second SIGTERM ends a delay of an hour.
+func TestShutdownDelaySecondSignal(t *testing.T) {
+	t.Parallel()
+	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "1h"})
+	client := newClient(t)
+	p.signal(t, syscall.SIGTERM)
+	waitFor(t, "/readyz to turn 503", func() bool {
+		return getStatus(client, p.url("/readyz")) == http.StatusServiceUnavailable
+	})
+	if p.exited() {
+		t.Fatal("exited within the delay")
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, shutdownGrace+5*time.Second); code != 0 {
+		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
+	}
+	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"a second stop signal ends the delay","signal":"terminated"`) {
+		t.Errorf("log lacks the second signal:\n%s", redactAll(logs))
+	}
+}
