@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const (
@@ -207,6 +208,23 @@ func TestJournalLockRefusesSecondOpen(t *testing.T) {
 	}
 	f.Close()
 	f2, _ := openTest(t, path, Options{}) // the lock goes with Close
+	mustAppend(t, f2, dog)
+}
+
+// A lock released while a second open waits for it is taken: a journal
+// just closed, whose open file a child process still shares between fork
+// and exec, opens.
+func TestJournalLockWaitsForARelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	f, _ := openTest(t, path, Options{})
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(lockWait / 10) // releases the lock while the open below waits
+		f.Close()
+	}()
+	f2, _ := openTest(t, path, Options{})
+	<-released
 	mustAppend(t, f2, dog)
 }
 

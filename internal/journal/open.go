@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // lockAndRead opens and locks the journal at path, creating it (and its
@@ -33,7 +34,7 @@ func lockAndRead(path string, syncDir func(dir string) error, readOnly bool) (*F
 	if err != nil {
 		return nil, nil, refuseSymlink(path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lock(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, nil, fmt.Errorf("%s is in use by another petstore process", path)
@@ -53,6 +54,26 @@ func lockAndRead(path string, syncDir func(dir string) error, readOnly bool) (*F
 		return nil, nil, err
 	}
 	return j, data, nil
+}
+
+// lockWait is how long lock waits for a lock held elsewhere.
+const lockWait = 500 * time.Millisecond
+
+// lock takes the exclusive lock of f, waiting up to lockWait for one held
+// elsewhere. The lock belongs to the open file, which a child process
+// shares from fork until exec: in a process that starts other programs
+// while it opens and closes journals (a test binary), a journal just closed
+// may stay locked for that moment. A journal in use by another petstore is
+// refused after the wait.
+func lock(f *os.File) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond) // polling a lock, bounded by lockWait
+	}
 }
 
 func readAll(f *os.File) ([]byte, error) {
