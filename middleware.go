@@ -83,7 +83,7 @@ func (rec *accessRecorder) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// closeIfBodyUnread ends the connection with this answer when the request
+// closeIfBodyUnread ends the HTTP/1.x connection with this answer when the request
 // declared a body that was not read to its end (a 401, a route that takes
 // no body, a body refused by its declared size). Otherwise net/http would
 // read the rest of it, up to 256 KiB, for as long as the read timeout
@@ -153,7 +153,10 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 		st.rec.requestID[0] = id
 		w.Header()["X-Request-Id"] = st.rec.requestID[:]
 		r = r.WithContext(&st.ctx)
-		if r.ContentLength != 0 {
+		// Over HTTP/2 an answer that leaves the body unread ends only its
+		// stream (net/http resets it), and flow control bounds what the
+		// client may send meanwhile: the connection stays.
+		if r.ContentLength != 0 && r.ProtoMajor == 1 {
 			st.body = bodyWatch{ReadCloser: r.Body, left: r.ContentLength}
 			st.rec.body, r.Body = &st.body, &st.body
 		}

@@ -52,7 +52,10 @@ func loadTLSFiles(getenv func(string) string) (*tlsFiles, error) {
 	}
 	if err != nil {
 		name := certVar
-		if faultyFile(err) == keyFile {
+		var pe *pairError
+		if errors.As(err, &pe) {
+			name = pe.variable
+		} else if faultyFile(err) == keyFile {
 			name = keyVar
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -60,10 +63,11 @@ func loadTLSFiles(getenv func(string) string) (*tlsFiles, error) {
 	return &tlsFiles{certFile: certFile, keyFile: keyFile, seen: watch.seen, cert: cert}, nil
 }
 
-// pairError is a pair that cannot serve, and the file at fault.
+// pairError is a pair that cannot serve, and the file at fault with the
+// variable that names it (the two may name one file).
 type pairError struct {
-	file string
-	msg  string
+	file, variable string
+	msg            string
 }
 
 func (e *pairError) Error() string { return e.file + ": " + e.msg }
@@ -91,9 +95,9 @@ func parsePair(certFile, keyFile string, certPEM, keyPEM []byte) (*tls.Certifica
 		return &cert, nil
 	}
 	if !holdsCertificate(certPEM) {
-		return nil, &pairError{certFile, "holds no PEM CERTIFICATE block that parses as an X.509 certificate"}
+		return nil, &pairError{certFile, certVar, "holds no PEM CERTIFICATE block that parses as an X.509 certificate"}
 	}
-	return nil, &pairError{keyFile, "holds no PEM private key that matches the certificate (" + err.Error() + ")"}
+	return nil, &pairError{keyFile, keyVar, "holds no PEM private key that matches the certificate of " + certFile + " (" + err.Error() + ")"}
 }
 
 // holdsCertificate reports whether data's first CERTIFICATE block parses.

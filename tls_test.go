@@ -50,6 +50,8 @@ func TestTLSConfigurationErrors(t *testing.T) {
 		{"certificate of another key", otherCertFile, good["PETSTORE_TLS_KEY_FILE"], []string{"PETSTORE_TLS_KEY_FILE:", "matches the certificate"}},
 		{"not a certificate", garbage, good["PETSTORE_TLS_KEY_FILE"], []string{"PETSTORE_TLS_CERT_FILE:", garbage, "no PEM CERTIFICATE"}},
 		{"files swapped", good["PETSTORE_TLS_KEY_FILE"], good["PETSTORE_TLS_CERT_FILE"], []string{"PETSTORE_TLS_CERT_FILE:", "no PEM CERTIFICATE"}},
+		{"the key file for both", good["PETSTORE_TLS_KEY_FILE"], good["PETSTORE_TLS_KEY_FILE"], []string{"PETSTORE_TLS_CERT_FILE:", "no PEM CERTIFICATE"}},
+		{"the certificate file for both", good["PETSTORE_TLS_CERT_FILE"], good["PETSTORE_TLS_CERT_FILE"], []string{"PETSTORE_TLS_KEY_FILE:", "no PEM private key"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -497,4 +499,89 @@ func TestHTTP2HeaderBlockBounded(t *testing.T) {
 	if ran.Load() {
 		t.Errorf("the handler ran for a header block over the bound")
 	}
+}
+
+// An answer given before a request's body is read (a 401, a 413 by its
+// declared size) ends only its stream over HTTP/2: the connection, and the
+// answers of other streams on it, go on. (Over HTTP/1.1 such an answer
+// closes the connection, which HTTP/2 has no need to do.)
+func TestHTTP2EarlyRefusalKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	srv := startTLSServer(t, defaultLimits, 1000, func(h http.Handler) http.Handler { return h })
+	conn := dialHTTP2(t, srv.addr, srv.roots)
+	frames := make(chan frame, 1024)
+	go func() {
+		defer close(frames)
+		for {
+			f, err := readFrame(conn)
+			if err != nil {
+				return
+			}
+			if f.typ == frameSettings && f.flags&flagAck == 0 {
+				writeFrame(conn, frame{typ: frameSettings, flags: flagAck})
+			}
+			frames <- f
+		}
+	}()
+	noKey := hpackLiteral(nil, ":method", "POST")
+	noKey = hpackLiteral(noKey, ":scheme", "https")
+	noKey = hpackLiteral(noKey, ":authority", "127.0.0.1")
+	noKey = hpackLiteral(noKey, ":path", "/v1/categories")
+	noKey = hpackLiteral(noKey, "content-type", "application/json")
+	noKey = hpackLiteral(noKey, "content-length", "70000")
+	tooBig := requestHeaders("POST", "/v1/categories", "content-type", "application/json", "content-length", "2000000")
+	chunk := bytes.Repeat([]byte(" "), 16<<10)
+	for _, f := range []frame{
+		{typ: frameHeaders, flags: flagEndHeaders, stream: 1, payload: noKey},
+		{typ: frameData, stream: 1, payload: chunk},
+		{typ: frameHeaders, flags: flagEndHeaders, stream: 3, payload: tooBig},
+		{typ: frameData, stream: 3, payload: chunk},
+	} {
+		if err := writeFrame(conn, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bodies := readStreams(t, frames, 1, 3)
+	if !strings.Contains(bodies[1], `"code":"unauthorized"`) || !strings.Contains(bodies[3], `"code":"payload_too_large"`) {
+		t.Errorf("answers: stream 1 %q, stream 3 %q; want 401 unauthorized and 413 payload_too_large", bodies[1], bodies[3])
+	}
+	// The connection still serves.
+	if err := writeFrame(conn, frame{typ: frameHeaders, flags: flagEndHeaders | flagEndStream, stream: 5, payload: requestHeaders("GET", "/healthz")}); err != nil {
+		t.Fatal(err)
+	}
+	if bodies := readStreams(t, frames, 5); bodies[5] != `{"status":"ok"}` {
+		t.Errorf("after the refusals: /healthz answered %q on the same connection", bodies[5])
+	}
+}
+
+// readStreams reads frames until each of streams has ended (a frame with
+// END_STREAM, or RST_STREAM after data), for at most 10 s, and returns the
+// data of each; a GOAWAY or the end of the connection fails the test.
+func readStreams(t *testing.T, frames <-chan frame, streams ...uint32) map[uint32]string {
+	t.Helper()
+	data := map[uint32]string{}
+	open := map[uint32]bool{}
+	for _, s := range streams {
+		open[s] = true
+	}
+	timeout := time.After(10 * time.Second)
+	for len(open) > 0 {
+		select {
+		case f, ok := <-frames:
+			switch {
+			case !ok:
+				t.Fatalf("the server closed the connection; data so far: %q", data)
+			case f.typ == frameGoAway:
+				t.Fatalf("the server ended the connection (GOAWAY); data so far: %q", data)
+			case f.typ == frameData && open[f.stream]:
+				data[f.stream] += string(f.payload)
+			}
+			if open[f.stream] && (f.flags&flagEndStream != 0 && (f.typ == frameData || f.typ == frameHeaders) || f.typ == frameRSTStream && data[f.stream] != "") {
+				delete(open, f.stream)
+			}
+		case <-timeout:
+			t.Fatalf("within 10 s, streams %v did not end; data: %q", open, data)
+		}
+	}
+	return data
 }
