@@ -107,7 +107,7 @@ func TestDocsOfflineBlocks(t *testing.T) {
 					srv = startBinary(t, nil)
 				}
 				script := docPorts(t, b.code, srv, ports)
-				out, err := runDocBlock(dir, script)
+				out, err := runDocBlock(dir, script, b.standalone)
 				if err != nil {
 					t.Errorf("%s:%d: %v; output:\n%s", page, b.line, err, out)
 					continue
@@ -143,10 +143,12 @@ func docPorts(t *testing.T, code string, srv *binaryProcess, ports map[string]st
 	})
 }
 
-// runDocBlock runs script with bash -e in dir, with the binaries' key in
-// PETSTORE_API_KEYS, for at most a minute, and kills whatever it left
-// running.
-func runDocBlock(dir, script string) (string, error) {
+// runDocBlock runs script with bash -e in dir, for at most a minute, and
+// kills whatever it left running. A block of the page's shared petstore
+// finds its key in PETSTORE_API_KEYS, as a reader's shell has it; a
+// standalone block starts its own petstore and gets no PETSTORE_ variable,
+// so that it works as pasted into a fresh shell.
+func runDocBlock(dir, script string, standalone bool) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", script)
@@ -154,7 +156,10 @@ func runDocBlock(dir, script string) (string, error) {
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "GOMAXPROCS=")
 	})
-	cmd.Env = append(cmd.Env, "PETSTORE_API_KEYS="+binKey, "HOME="+dir)
+	if !standalone {
+		cmd.Env = append(cmd.Env, "PETSTORE_API_KEYS="+binKey)
+	}
+	cmd.Env = append(cmd.Env, "HOME="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

@@ -23,14 +23,30 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// SIGINT and SIGTERM are caught from the start: the first stops run
+	// (its context's cause says which signal, and where later ones
+	// arrive: a second ends the shutdown delay).
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancelCause(context.Background())
+	go func() {
+		sig := <-signals
+		stop(&stopSignal{sig: sig, later: signals})
+	}()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
-		stop()
 		os.Exit(1)
 	}
 }
+
+// stopSignal is the cause of run's context when a signal stopped
+// petstore: the signal, and the channel later stop signals arrive on.
+type stopSignal struct {
+	sig   os.Signal
+	later <-chan os.Signal
+}
+
+func (s *stopSignal) Error() string { return "stopped by " + s.sig.String() }
 
 // shutdownGrace bounds how long in-flight requests may take once a stop
 // signal arrives.
@@ -355,7 +371,7 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 		return err
 	case <-ctx.Done():
 	}
-	if err := drain(stop, serveErr, log); err != nil {
+	if err := drain(ctx, stop, serveErr, log); err != nil {
 		return err
 	}
 	grace := stop.grace
@@ -380,16 +396,17 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 }
 
 // drain marks petstore not ready and serves on for stop.delay, unless a
-// second SIGINT or SIGTERM ends the delay first (the first one stopped
-// serve), or the server fails, which it returns.
-func drain(stop stopping, serveErr <-chan error, log *slog.Logger) error {
+// second SIGINT or SIGTERM ends the delay first (when a signal stopped
+// serve: see stopSignal), or the server fails, which it returns.
+func drain(ctx context.Context, stop stopping, serveErr <-chan error, log *slog.Logger) error {
 	stop.ready.draining.Store(true)
 	if stop.delay <= 0 {
 		return nil
 	}
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
+	var again <-chan os.Signal // nil, which never receives, unless a signal stopped serve
+	if s, ok := context.Cause(ctx).(*stopSignal); ok {
+		again = s.later
+	}
 	log.Info("draining: not ready, serving on", "delay", stop.delay.String())
 	delay := time.NewTimer(stop.delay)
 	defer delay.Stop()
