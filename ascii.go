@@ -18,6 +18,9 @@ var (
 	bearerChars = asciiSetOf(asciiLetters, asciiDigits, "-._~+/")
 	// requestIDChars may form an X-Request-Id petstore echoes and logs.
 	requestIDChars = asciiSetOf(asciiLetters, asciiDigits, "-._:")
+	// originHostChars may form a label of a host name in an origin of
+	// PETSTORE_CORS_ORIGINS.
+	originHostChars = asciiSetOf(asciiLetters, asciiDigits, "-_")
 	// etcdPrefixChars may form a segment of an etcd prefix.
 	etcdPrefixChars = asciiSetOf(asciiLetters, asciiDigits, "._-")
 	// sfTokenStart and sfTokenChars make a structured-field token

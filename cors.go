@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"petstore/internal/textcut"
@@ -73,6 +75,9 @@ func canonicalOrigin(entry string) (string, error) {
 	if u.Port() == "" && strings.HasSuffix(u.Host, ":") {
 		return "", fmt.Errorf("%q has an empty port; %s", entry, want)
 	}
+	if err := checkOriginHost(u.Hostname(), u.Port()); err != nil {
+		return "", fmt.Errorf("%q %w; %s", entry, err, want)
+	}
 	host := strings.ToLower(u.Host)
 	switch {
 	case u.Scheme == "http" && u.Port() == "80", u.Scheme == "https" && u.Port() == "443":
@@ -91,6 +96,28 @@ func (p *corsPolicy) String() string {
 		return "*"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(p.origins)), ",")
+}
+
+// checkOriginHost returns why host and port are not as a browser sends
+// them in Origin, or nil: a host name of letters, digits, '-', '_' and
+// dots (an international name in its xn-- form), or an IP address; a port
+// of 1 to 65535 without leading zeros. A pattern such as *.example.com is
+// no origin: list each one.
+func checkOriginHost(host, port string) error {
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return fmt.Errorf("has a port that is not 1 to 65535 written plainly")
+		}
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || !originHostChars.all(label) {
+			return fmt.Errorf("has a host that is not a name of letters, digits, '-' and dots (no wildcards; an international name in its xn-- form) nor an IP address")
+		}
+	}
+	return nil
 }
 
 // allowOrigin returns the Access-Control-Allow-Origin value of a request

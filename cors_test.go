@@ -33,6 +33,7 @@ func TestCORSOriginsConfig(t *testing.T) {
 		{"https://app.example.com:443,http://b.example:80", "http://b.example,https://app.example.com"},
 		{"https://app.example.com:8443", "https://app.example.com:8443"},
 		{"http://[::1]:8080", "http://[::1]:8080"},
+		{"https://xn--bcher-kva.example,http://my_host.internal:65535", "http://my_host.internal:65535,https://xn--bcher-kva.example"},
 		{"*", "*"},
 		{" * ", "*"},
 	}
@@ -55,6 +56,9 @@ func TestCORSOriginsConfig(t *testing.T) {
 		"https://user@app.example.com", "https://", "https://app.example.com:", "null",
 		"https://a.example,,https://b.example", "https://a.example,*", "*,https://a.example",
 		"https://a.example,", "mailto:someone@example.com", "https://a b.example",
+		"https://*.example.com", "https://app.*", "https://a.example:99999", "https://a.example:0",
+		"https://a.example:080", "https://a.example:+80", "https://bücher.example", "https://a..example",
+		"https://.example", "https://[::1", "https://[zz::1]:80",
 	}
 	for _, v := range bad {
 		_, err := loadConfig(mapEnv(map[string]string{"PETSTORE_CORS_ORIGINS": v}))
