@@ -261,20 +261,7 @@ func TestHTTP2StreamsBounded(t *testing.T) {
 	}
 	srv := startTLSServer(t, defaultLimits, 1000, count)
 	conn := dialHTTP2(t, srv.addr, srv.roots)
-	frames := make(chan frame, 1024)
-	go func() {
-		defer close(frames)
-		for {
-			f, err := readFrame(conn)
-			if err != nil {
-				return
-			}
-			if f.typ == frameSettings && f.flags&flagAck == 0 {
-				writeFrame(conn, frame{typ: frameSettings, flags: flagAck})
-			}
-			frames <- f
-		}
-	}()
+	frames := readFrames(conn)
 	bodyOf := func(i int) string { return fmt.Sprintf(`{"name":"stream-%03d"}`, i) }
 	for i := range maxStreams + extra {
 		block := requestHeaders("POST", "/v1/categories", "content-type", "application/json", "content-length", fmt.Sprint(len(bodyOf(i))))
@@ -509,20 +496,7 @@ func TestHTTP2EarlyRefusalKeepsTheConnection(t *testing.T) {
 	t.Parallel()
 	srv := startTLSServer(t, defaultLimits, 1000, func(h http.Handler) http.Handler { return h })
 	conn := dialHTTP2(t, srv.addr, srv.roots)
-	frames := make(chan frame, 1024)
-	go func() {
-		defer close(frames)
-		for {
-			f, err := readFrame(conn)
-			if err != nil {
-				return
-			}
-			if f.typ == frameSettings && f.flags&flagAck == 0 {
-				writeFrame(conn, frame{typ: frameSettings, flags: flagAck})
-			}
-			frames <- f
-		}
-	}()
+	frames := readFrames(conn)
 	noKey := hpackLiteral(nil, ":method", "POST")
 	noKey = hpackLiteral(noKey, ":scheme", "https")
 	noKey = hpackLiteral(noKey, ":authority", "127.0.0.1")

@@ -265,6 +265,26 @@ func dialHTTP2(t *testing.T, addr string, roots *x509.CertPool) *tls.Conn {
 	return conn
 }
 
+// readFrames reads conn's frames into the channel it returns, which is
+// closed when the connection ends; it acknowledges the server's SETTINGS.
+func readFrames(conn net.Conn) <-chan frame {
+	frames := make(chan frame, 1024)
+	go func() {
+		defer close(frames)
+		for {
+			f, err := readFrame(conn)
+			if err != nil {
+				return
+			}
+			if f.typ == frameSettings && f.flags&flagAck == 0 {
+				writeFrame(conn, frame{typ: frameSettings, flags: flagAck})
+			}
+			frames <- f
+		}
+	}()
+	return frames
+}
+
 // requestHeaders is the HPACK block of a request with a key.
 func requestHeaders(method, path string, extra ...string) []byte {
 	block := hpackLiteral(nil, ":method", method)
