@@ -179,6 +179,11 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	defer ln.Close() // on the ways out before Serve, which closes it otherwise
 	keys := newKeyring(cfg.keys)
 	ready := &readiness{}
+	// Work beside the requests (key and certificate reloads, the rate
+	// limiter's sweep) goes on while petstore serves, the shutdown delay
+	// included, which outlasts ctx.
+	serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	handler, _, err := newServer(deps{
 		store:   store,
 		keys:    keys,
@@ -188,7 +193,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		pets:    cfg.pets,
 		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
 		commits: commits,
-		limiter: startRateLimiter(ctx, cfg.rateLimit),
+		limiter: startRateLimiter(serving, cfg.rateLimit),
 		cors:    cfg.cors,
 		ready:   ready,
 	})
@@ -196,20 +201,27 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	srv := newHTTPServer(handler, lim, conns, log)
+	startReloads(serving, hup, cfg, keys, srv, log)
+	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
+		return err
+	}
+	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: lim.grace}, log)
+}
+
+// startReloads serves srv with the TLS pair of cfg, if any, and reloads the
+// pair and the key file on SIGHUP and when they change, until serving is
+// done.
+func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *keyring, srv *http.Server, log *slog.Logger) {
 	var reloads []reloadable
 	if cfg.tls != nil {
 		pair := newTLSPair(cfg.tls, log)
 		srv.TLSConfig = pair.serverConfig()
 		reloads = append(reloads, pair)
 	}
-	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
-		return err
-	}
 	if cfg.keyFile != "" {
 		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log))
 	}
-	go watchReloads(ctx, hup, keyFilePoll, log, reloads...)
-	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: lim.grace}, log)
+	go watchReloads(serving, hup, keyFilePoll, log, reloads...)
 }
 
 // runTool runs the one command args names (see usage) instead of serving.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,13 +156,25 @@ func TestShutdownDelay(t *testing.T) {
 }
 
 // TestShutdownDelaySecondSignal: a second SIGTERM ends a delay of an hour.
+// The key file is still reloaded during the delay.
 func TestShutdownDelaySecondSignal(t *testing.T) {
 	t.Parallel()
-	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "1h"})
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("first-key-Xw3Rt9Lm\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "1h", "PETSTORE_API_KEYS_FILE": keyFile})
 	client := newClient(t)
 	p.signal(t, syscall.SIGTERM)
 	waitFor(t, "/readyz to turn 503", func() bool {
 		return getStatus(client, p.url("/readyz")) == http.StatusServiceUnavailable
+	})
+	if err := os.WriteFile(keyFile, []byte("first-key-Xw3Rt9Lm\nsecond-key-Pq7Vn2Hs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(t, syscall.SIGHUP)
+	waitFor(t, "a key added during the delay to be accepted", func() bool {
+		return getStatus(client, p.url("/v1/categories"), "Authorization", "Bearer second-key-Pq7Vn2Hs") == http.StatusOK
 	})
 	if p.exited() {
 		t.Fatal("exited within the delay")
