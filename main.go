@@ -319,7 +319,7 @@ func newHTTPServer(handler http.Handler, lim limits, conns *connlimit.Limiter, l
 		IdleTimeout:       lim.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
 		ConnState:         conns.ConnState,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          newServerErrorLog(log, time.Now),
 		Protocols:         &protocols,
 		// What one HTTP/2 connection may make the server hold
 		// (docs/security.md, "HTTP/2"): maxStreams streams at once (more

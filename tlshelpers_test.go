@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -149,6 +148,7 @@ type tlsServer struct {
 	roots *x509.CertPool
 	conns *connlimit.Limiter
 	env   *testEnv
+	logs  *lockedBuffer // what the server logs
 }
 
 // startTLSServer serves the real handler (a memory store, testKey) over
@@ -162,7 +162,8 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 		t.Fatal(err)
 	}
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = newBodyBudget(lim.bodyBudget, lim.readTimeout) })
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	logs := &lockedBuffer{}
+	log := newJSONLogger(logs)
 	conns := connlimit.New(maxConns)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
 	srv.TLSConfig = newTLSPair(files, log).serverConfig()
@@ -173,7 +174,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	served := make(chan struct{})
 	go func() { defer close(served); srv.ServeTLS(conns.Listen(ln), "", "") }()
 	t.Cleanup(func() { srv.Close(); <-served })
-	return &tlsServer{addr: ln.Addr().String(), roots: ca.roots, conns: conns, env: env}
+	return &tlsServer{addr: ln.Addr().String(), roots: ca.roots, conns: conns, env: env, logs: logs}
 }
 
 // HTTP/2 frames (RFC 9113 section 4 and 6), written and read by hand.
