@@ -244,7 +244,7 @@ func (p *binaryProcess) dialRaw(t *testing.T) net.Conn {
 func (p *binaryProcess) waitLog(d time.Duration, match func(logLine) bool) logLine {
 	deadline := time.Now().Add(d)
 	for {
-		for _, line := range p.stderr.lines() {
+		for _, line := range p.stderr.Lines() {
 			var l logLine
 			if json.Unmarshal([]byte(line), &l) == nil && match(l) {
 				return l

@@ -188,7 +188,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("run after cancel: got %v, want nil", err)
 	}
 
-	lines := svc.stderr.lines()
+	lines := svc.stderr.Lines()
 	logs := parseLogLines(t, lines)
 	checkNoSecrets(t, lines, e2eKey, wrongKey)
 	req := findLog(logs, "request", map[string]any{"request_id": "e2e-create-dogs"})
@@ -234,7 +234,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := svc2.stop(); err != nil {
 		t.Fatalf("second run after cancel: got %v, want nil", err)
 	}
-	lines2 := svc2.stderr.lines()
+	lines2 := svc2.stderr.Lines()
 	logs2 := parseLogLines(t, lines2)
 	checkNoSecrets(t, lines2, e2eKey)
 	if l := findLog(logs2, "listening", nil); l == nil || l["categories"] != float64(1) {
@@ -250,7 +250,7 @@ func TestRunDataLocked(t *testing.T) {
 	if !strings.Contains(err.Error(), "PETSTORE_DATA") {
 		t.Errorf("second run on a locked journal: got %v, want an error naming PETSTORE_DATA", err)
 	}
-	if lines := stderr.lines(); len(lines) != 0 {
+	if lines := stderr.Lines(); len(lines) != 0 {
 		t.Errorf("second run wrote %d stderr lines, want none (it must not start)", len(lines))
 	}
 
@@ -382,7 +382,7 @@ func TestRunGeneratedKey(t *testing.T) {
 		// the server starts serving.
 		var exportLines []string
 		var logLines []string
-		for _, line := range svc.stderr.lines() {
+		for _, line := range svc.stderr.Lines() {
 			switch {
 			case strings.Contains(line, "export PETSTORE_API_KEYS="):
 				exportLines = append(exportLines, line)
@@ -398,7 +398,7 @@ func TestRunGeneratedKey(t *testing.T) {
 		if len(key) < 32 || !isBearerToken(key) {
 			t.Fatalf("run %d: generated key: got %d characters, want a bearer token of at least 32", i+1, len(key))
 		}
-		if n := strings.Count(strings.Join(svc.stderr.lines(), "\n"), key); n != 1 {
+		if n := strings.Count(strings.Join(svc.stderr.Lines(), "\n"), key); n != 1 {
 			t.Errorf("run %d: the generated key appears %d times on stderr, want exactly once", i+1, n)
 		}
 		parseLogLines(t, logLines)

@@ -182,7 +182,7 @@ func TestBodyReadErrorsAreTheClients(t *testing.T) {
 	for {
 		got = map[float64]int{}
 		var lines []logLine
-		for _, line := range svc.stderr.lines() {
+		for _, line := range svc.stderr.Lines() {
 			var l logLine
 			if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "request" {
 				lines = append(lines, l)

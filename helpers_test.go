@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,10 +8,11 @@ import (
 	"petstore/internal/rawjson"
 	"petstore/internal/store"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/testkit"
 )
 
 // Keys the test servers accept. They are test values, safe to print.
@@ -21,39 +21,9 @@ const (
 	testKey2 = "test-key-two-Rm8Ty"
 )
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use: the test logs,
-// written by concurrent requests and read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns every complete line written so far.
-func (b *lockedBuffer) lines() []string {
-	s := b.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return strings.Split(s[:i], "\n")
-	}
-	return nil
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
+// lockedBuffer holds the test logs, written by concurrent requests and
+// read by the test.
+type lockedBuffer = testkit.LockedBuffer
 
 // testEnv is a real handler over a memory store, with the clock and extra
 // routes a test may want.

@@ -110,7 +110,7 @@ func TestKeyRotation(t *testing.T) {
 		t.Errorf("after a broken file: want the keys in force kept")
 	}
 	p.stop(t)
-	checkNoSecrets(t, p.stderr.lines(), secrets...)
+	checkNoSecrets(t, p.stderr.Lines(), secrets...)
 }
 
 func containsAll(v any, parts ...string) bool {
@@ -236,5 +236,5 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	if status(key) != http.StatusOK || status(valid) != http.StatusUnauthorized {
 		t.Errorf("after a file with a short key: want the keys in force kept, the file's not loaded")
 	}
-	checkNoSecrets(t, logs.lines(), key, valid, short)
+	checkNoSecrets(t, logs.Lines(), key, valid, short)
 }

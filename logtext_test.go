@@ -25,7 +25,7 @@ func mustNotHoldRaw(t *testing.T, what string, text []byte) {
 // request id is id.
 func accessLineOf(t *testing.T, logs *lockedBuffer, id string) (map[string]any, string) {
 	t.Helper()
-	for _, line := range logs.lines() {
+	for _, line := range logs.Lines() {
 		var l map[string]any
 		if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "request" && l["request_id"] == id {
 			return l, line

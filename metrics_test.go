@@ -270,7 +270,7 @@ func TestAccessLogKeyFingerprint(t *testing.T) {
 	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer wrong-key", "X-Request-Id": "fp-refused"}})
 	sum := sha256.Sum256([]byte(testKey))
 	want := hex.EncodeToString(sum[:4])
-	lines := parseLogLines(t, env.logs.lines())
+	lines := parseLogLines(t, env.logs.Lines())
 	if l := findLog(lines, "request", map[string]any{"request_id": "fp-accepted"}); l == nil || l["key"] != want {
 		t.Errorf("accepted request's line: key %v, want %s", l["key"], want)
 	}

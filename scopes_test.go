@@ -167,7 +167,7 @@ func TestKeyScopeOrder(t *testing.T) {
 	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"x"}`, header: bearer(readKey)}), http.StatusTooManyRequests, codeRateLimited)
 
 	sum := sha256.Sum256([]byte(readKey))
-	line := findLog(parseLogLines(t, env.logs.lines()), "request", map[string]any{"request_id": "scope-refused"})
+	line := findLog(parseLogLines(t, env.logs.Lines()), "request", map[string]any{"request_id": "scope-refused"})
 	if line == nil || line["status"] != float64(http.StatusForbidden) || line["key"] != hex.EncodeToString(sum[:4]) {
 		t.Errorf("access line of the 403: got %v, want status 403 and the read key's fingerprint", line)
 	}
@@ -175,7 +175,7 @@ func TestKeyScopeOrder(t *testing.T) {
 	if got := counted[`petstore_http_requests_total{method="POST",route="POST /v1/categories",code="403"}`]; got != 1 {
 		t.Errorf("403s of POST /v1/categories counted: %v, want 1", got)
 	}
-	checkNoSecrets(t, env.logs.lines(), readKey, metricsKey)
+	checkNoSecrets(t, env.logs.Lines(), readKey, metricsKey)
 }
 
 // scrapeWith takes GET /metrics with key.
@@ -293,7 +293,7 @@ func TestKeyScopesReload(t *testing.T) {
 	if got := create(fileKey, "b"); got != http.StatusCreated {
 		t.Errorf("create after the key was given write: got %d, want 201", got)
 	}
-	reloaded := findLog(parseLogLines(t, logs.lines()), "API keys reloaded", nil)
+	reloaded := findLog(parseLogLines(t, logs.Lines()), "API keys reloaded", nil)
 	want := map[string]any{"read": 2.0, "write": 1.0, "metrics": 2.0}
 	if reloaded == nil || fmt.Sprint(reloaded["key_scopes"]) != fmt.Sprint(want) || reloaded["api_keys"] != 3.0 {
 		t.Errorf("reload log: got %v, want api_keys 3 and key_scopes %v", reloaded, want)
@@ -301,14 +301,14 @@ func TestKeyScopesReload(t *testing.T) {
 
 	write(fileKey + ":read\n" + otherKey + ":write+Metrics\n")
 	rotation.reload("SIGHUP")
-	refused := findLog(parseLogLines(t, logs.lines()), "API keys not reloaded; the keys in force stay", nil)
+	refused := findLog(parseLogLines(t, logs.Lines()), "API keys not reloaded; the keys in force stay", nil)
 	if refused == nil || !containsAll(refused["error"], file, "line 2", "none of read, write and metrics") {
 		t.Errorf("a bad scope on line 2: got %v, want an error naming the file and line 2", refused)
 	}
 	if got := create(fileKey, "c"); got != http.StatusCreated {
 		t.Errorf("after a bad file: the key lost its write scope (got %d, want 201)", got)
 	}
-	checkNoSecrets(t, logs.lines(), fileKey, envKey, otherKey, "Metrics")
+	checkNoSecrets(t, logs.Lines(), fileKey, envKey, otherKey, "Metrics")
 }
 
 // Through the binary: the listening line counts the keys of each scope
@@ -350,7 +350,7 @@ func TestKeyScopesBinary(t *testing.T) {
 		t.Errorf("metrics after a bad reload: got %d, want the key kept", resp.StatusCode)
 	}
 	p.stop(t)
-	checkNoSecrets(t, p.stderr.lines(), envRead, envAll, fileMetrics)
+	checkNoSecrets(t, p.stderr.Lines(), envRead, envAll, fileMetrics)
 }
 
 // A route that needs a key must name one scope, and a public one none:

@@ -21,7 +21,7 @@ func TestHandshakeErrorsLoggedOncePerSecond(t *testing.T) {
 	l.Printf("http: Accept error: too many open files; retrying in 5ms")
 	now = now.Add(handshakeLogEvery)
 	l.Printf("http: TLS handshake error from 192.0.2.2:4000: tls: client offered only unsupported versions")
-	lines := logs.lines()
+	lines := logs.Lines()
 	if len(lines) != 3 {
 		t.Fatalf("got %d lines, want 3:\n%s", len(lines), logs)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // journalHeader is the journal's header line as petstore writes it now:
@@ -176,16 +178,7 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
-	}
-}
+var waitFor = testkit.WaitFor
 
 // petstore -export reads a journal and changes nothing in it: a version-1
 // header stays version 1 (an older petstore can still read the file), a

@@ -1,44 +1,20 @@
 package logsink
 
 import (
-	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the writer goroutine and a test
-// reading it at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// lockedBuffer is safe for the writer goroutine and a test reading it at
+// once.
+type lockedBuffer = testkit.LockedBuffer
 
 // waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
-	}
-}
+var waitFor = testkit.WaitFor
 
 func TestSinkBuffersUntilFull(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // journalHeader is the journal's header line as petstore writes it now.
@@ -134,31 +135,7 @@ func nextBatch(t *testing.T, batches <-chan int) int {
 }
 
 // waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
-	}
-}
+var waitFor = testkit.WaitFor
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writes (a log).
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// lockedBuffer is a log that the store writes and the test reads at once.
+type lockedBuffer = testkit.LockedBuffer
