@@ -442,3 +442,28 @@ func fetchDocumentBytes(t *testing.T) []byte {
 	}
 	return rec.Body.Bytes()
 }
+
+// BenchmarkDocsPage measures the docs page: rendered once at start from the
+// served document (render), and served (serve, through the whole handler).
+//
+//	go test -run '^$' -bench 'BenchmarkDocsPage' -benchmem .
+func BenchmarkDocsPage(b *testing.B) {
+	_, doc, err := newServer(deps{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("render", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			page, err := newDocsPage(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(page.body)))
+		}
+	})
+	b.Run("serve", func(b *testing.B) {
+		env := benchEnv(b, 0)
+		serveBench(b, env.handler, httptest.NewRequest("GET", "/docs", nil), http.StatusOK)
+	})
+}

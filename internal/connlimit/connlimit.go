@@ -8,8 +8,9 @@
 // A Limiter wraps the server's listener (Listen) and is told connection
 // states by http.Server.ConnState (ConnState). Over TLS it wraps the TCP
 // listener, under the TLS one: a handshake's first bytes then count as a
-// request's headers begun, so handshakes left unfinished are bounded too. Cap fits a wanted cap below
-// the process's file limit. Everything here is safe for concurrent use.
+// request's headers begun, so handshakes left unfinished are bounded too.
+// Cap fits a wanted cap below the process's file limit. Everything here is
+// safe for concurrent use.
 package connlimit
 
 import (
