@@ -193,14 +193,10 @@ func requireKey(keys *keyring, limits *limiter, need scopes, next http.Handler) 
 var errRateLimited = apiErrorf(codeRateLimited, "too many requests with this API key; Retry-After says when to try again")
 
 // refuseKey answers 401, or 403 for a key without the scope. A body the
-// client is still sending is not waited for: over HTTP/1.1 net/http would
-// read it before sending the answer, to keep the connection, so the
-// connection is closed instead.
+// client is still sending is not waited for: logRequests ends the
+// connection of an answer that leaves its body unread (see
+// closeIfBodyUnread).
 func refuseKey(w http.ResponseWriter, r *http.Request, challenge []string, err error) {
-	h := w.Header()
-	h["Www-Authenticate"] = challenge
-	if r.ContentLength != 0 && r.ProtoMajor == 1 { // HTTP/2 resets the stream alone
-		h["Connection"] = connectionClose
-	}
+	w.Header()["Www-Authenticate"] = challenge
 	writeError(w, r, err)
 }
