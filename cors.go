@@ -153,8 +153,7 @@ func corsHeaders(p *corsPolicy, next http.Handler) http.Handler {
 // with Origin and Access-Control-Request-Method is a preflight, which needs
 // no key; anything else is 405, as OPTIONS is without CORS.
 func preflight(p *corsPolicy, methods []string) http.Handler {
-	methods = slices.Sorted(slices.Values(methods))
-	allow := []string{strings.Join(methods, ", ")}
+	allow := allowValue(methods)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := headerValue(r.Header, "Origin")
 		method := headerValue(r.Header, "Access-Control-Request-Method")

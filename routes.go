@@ -184,12 +184,17 @@ func newHandler(table []route, d deps) http.Handler {
 }
 
 func methodNotAllowed(methods []string) http.Handler {
-	methods = slices.Clone(methods)
-	slices.Sort(methods)
-	allow := []string{strings.Join(methods, ", ")}
+	allow := allowValue(methods)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		notAllowed(w, r, r.Method, allow)
 	})
+}
+
+// allowValue is the Allow header value of a path whose routes answer
+// methods: the methods sorted, comma-separated. A 405 and a CORS preflight
+// of the path list the same.
+func allowValue(methods []string) []string {
+	return []string{strings.Join(slices.Sorted(slices.Values(methods)), ", ")}
 }
 
 // notAllowed answers 405 for method on a path whose methods allow lists.
