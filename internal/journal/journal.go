@@ -27,10 +27,19 @@ import (
 // (see isTorn).
 const MaxAppendLines = 1024
 
-// ErrBroken is returned by Append once a failed write could not be undone:
-// the file may hold lines that were never acknowledged, so nothing more is
-// appended until it is opened again.
-var ErrBroken = errors.New("journal is broken")
+var (
+	// ErrBroken is returned by Append once a sync failed or a failed write
+	// could not be undone: the kernel may have dropped pages it could not
+	// write, or the file may hold lines that were never acknowledged, so
+	// nothing more is appended until it is opened again.
+	ErrBroken = errors.New("journal is broken")
+
+	// ErrNotUndone is returned, with ErrBroken, by the Append whose failure
+	// could not be undone: the file may hold its lines, wholly or in part,
+	// and the next Open may replay them. Whether they were stored is not
+	// known.
+	ErrNotUndone = errors.New("the failed append could not be undone; its lines may be in the file")
+)
 
 // Options configure Open.
 type Options struct {
@@ -62,6 +71,8 @@ type File struct {
 	end      int64
 	nextFill int64
 	zeroFill func(f *os.File, from, to int64) error
+	// syncLines makes appended lines durable: datasync (tests fail it).
+	syncLines func(f *os.File) error
 }
 
 // reserveAhead is how much space the journal writes ahead of its lines: one
@@ -100,10 +111,12 @@ func (f *File) Path() string { return f.path }
 
 // Append writes lines (whole lines, each ending in '\n', at most
 // MaxAppendLines of them) after the last line and makes them durable. If
-// that fails it cuts the file back to its last good length; if even that
-// fails, or the sync itself failed (the kernel may have dropped the data it
-// reported lost), the journal takes no more writes, and the error (this
-// one and every later one) matches ErrBroken.
+// that fails it cuts the file back to its last good length, durably, and
+// the lines are not stored. If the sync itself failed (the kernel may have
+// dropped the data it reported lost), the journal takes no more writes:
+// the error (this one and every later one) matches ErrBroken. If even the
+// cut fails, the lines may be in the file: the error matches ErrNotUndone
+// too.
 func (f *File) Append(lines []byte) error {
 	if f.broken {
 		return ErrBroken
@@ -114,36 +127,50 @@ func (f *File) Append(lines []byte) error {
 	if err == nil {
 		// fdatasync writes the metadata that reading the lines back
 		// needs, and only that: over the zeros reserved ahead, none.
-		if err = datasync(f.f); err != nil {
+		if err = f.syncLines(f.f); err != nil {
 			f.broken = true
 		}
 	}
-	if err != nil {
-		// The cut must be durable too: a crash before the next sync
-		// could otherwise bring back lines that were refused, whose
-		// places later lines take. It drops the zeros ahead as well.
-		if terr := f.f.Truncate(f.size); terr != nil || f.f.Sync() != nil {
-			f.broken = true
-		}
-		f.end, f.nextFill = f.size, 0
-		err = fmt.Errorf("appending to %s: %w", f.path, err)
-		if f.broken {
-			return brokenError{err}
-		}
+	if err == nil {
+		f.size += n
+		f.end = max(f.end, f.size)
+		f.syncs++
+		return nil
+	}
+	err = fmt.Errorf("appending to %s: %w", f.path, err)
+	// The cut must be durable too: a crash before the next sync could
+	// otherwise bring back lines that were refused, whose places later
+	// lines take. It drops the zeros ahead as well.
+	f.end, f.nextFill = f.size, 0
+	if uerr := f.undo(); uerr != nil {
+		f.broken = true
+		return brokenError{fmt.Errorf("%w; cutting it back failed: %w", err, uerr), ErrNotUndone}
+	}
+	if f.broken {
+		return brokenError{err, nil}
+	}
+	return err
+}
+
+// undo cuts the file back to its last good line and syncs the cut.
+func (f *File) undo() error {
+	if err := f.f.Truncate(f.size); err != nil {
 		return err
 	}
-	f.size += n
-	f.end = max(f.end, f.size)
-	f.syncs++
-	return nil
+	return f.f.Sync()
 }
 
 // brokenError is the error of the append that broke the journal: its own
-// text, and ErrBroken to match.
-type brokenError struct{ err error }
+// text, and ErrBroken to match (and ErrNotUndone, when set).
+type brokenError struct{ err, notUndone error }
 
-func (e brokenError) Error() string   { return e.err.Error() }
-func (e brokenError) Unwrap() []error { return []error{e.err, ErrBroken} }
+func (e brokenError) Error() string { return e.err.Error() }
+func (e brokenError) Unwrap() []error {
+	if e.notUndone != nil {
+		return []error{e.err, ErrBroken, e.notUndone}
+	}
+	return []error{e.err, ErrBroken}
+}
 
 // reserve makes sure the file holds n more bytes after its last line,
 // synced, by writing reserveAhead zero bytes more at a time.

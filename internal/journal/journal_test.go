@@ -257,8 +257,8 @@ func TestJournalFailedAppendBreaksTheJournal(t *testing.T) {
 
 	f.f.Close() // every write and truncate now fails
 	err := f.Append([]byte(cat + "\n"))
-	if !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), "file already closed") || !strings.Contains(err.Error(), "appending to "+path) {
-		t.Errorf("append: %v, want ErrBroken naming the file and the cause", err)
+	if !errors.Is(err, ErrBroken) || !errors.Is(err, ErrNotUndone) || !strings.Contains(err.Error(), "file already closed") || !strings.Contains(err.Error(), "appending to "+path) {
+		t.Errorf("append: %v, want ErrBroken and ErrNotUndone naming the file and the cause", err)
 	}
 	if err := f.Append([]byte(cat + "\n")); err != ErrBroken {
 		t.Errorf("append to a broken journal: %v, want ErrBroken", err)
@@ -269,6 +269,56 @@ func TestJournalFailedAppendBreaksTheJournal(t *testing.T) {
 	_, l := openTest(t, path, Options{})
 	if want := []string{dog}; !slices.Equal(l.got, want) {
 		t.Errorf("after reopen: %q, want %q", l.got, want)
+	}
+}
+
+// A failed sync breaks the journal: the kernel may have dropped the pages
+// it could not write. When the cut back to the last good line succeeds, the
+// lines are not stored (a definite failure); when it fails too, they may
+// be, and a restart replays them (ErrNotUndone: the outcome is unknown).
+func TestJournalFailedSync(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		undoFails bool
+		reopened  []string
+	}{
+		{"undone", false, []string{dog}},
+		{"not undone", true, []string{dog, cat}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "cats.jsonl")
+			f, _ := openTest(t, path, Options{})
+			mustAppend(t, f, dog)
+			f.syncLines = func(file *os.File) error {
+				if tc.undoFails {
+					file.Close() // the cut and its sync fail now
+				}
+				return &os.PathError{Op: "fdatasync", Path: path, Err: syscall.EIO}
+			}
+			err := f.Append([]byte(cat + "\n"))
+			if !errors.Is(err, ErrBroken) || !errors.Is(err, syscall.EIO) {
+				t.Errorf("append: %v, want ErrBroken and the cause", err)
+			}
+			if got := errors.Is(err, ErrNotUndone); got != tc.undoFails {
+				t.Errorf("append: %v: matches ErrNotUndone: %v, want %v", err, got, tc.undoFails)
+			}
+			if err := f.Append([]byte(`{"id":3,"name":"rabbit"}` + "\n")); err != ErrBroken {
+				t.Errorf("append after a failed sync: %v, want ErrBroken", err)
+			}
+			if !tc.undoFails {
+				// Cut back to its last line: the zeros ahead go too.
+				if got, want := readFile(t, path), currentHeader+"\n"+dog+"\n"; got != want {
+					t.Errorf("after the undone append: %.200q, want %q", got, want)
+				}
+				f.Close()
+			}
+			_, l := openTest(t, path, Options{})
+			if !slices.Equal(l.got, tc.reopened) {
+				t.Errorf("after reopen: %q, want %q", l.got, tc.reopened)
+			}
+		})
 	}
 }
 

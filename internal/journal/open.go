@@ -41,7 +41,7 @@ func lockAndRead(path string, syncDir func(dir string) error, readOnly bool) (*F
 		}
 		return nil, nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	j := &File{f: f, path: path, readOnly: readOnly, zeroFill: zeroFill}
+	j := &File{f: f, path: path, readOnly: readOnly, zeroFill: zeroFill, syncLines: datasync}
 	if created {
 		if err := syncDir(dir); err != nil {
 			j.Close()

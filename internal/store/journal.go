@@ -119,17 +119,31 @@ func (s *Journal) commit(batch []*createRequest) {
 	}
 	start := time.Now()
 	if err := s.appendLines(s.records); err != nil {
-		if errors.Is(err, journal.ErrBroken) {
-			failure := fmt.Errorf("journal unusable after a failed write, restart the service: %w", err)
-			s.failed.Store(&failure)
-		}
-		failBatch(batch, err)
+		s.failBatch(batch, err)
 		return
 	}
 	if s.onCommit != nil {
 		s.onCommit(accepted, time.Since(start))
 	}
 	applyBatch(s.idx, batch)
+}
+
+// failBatch answers a batch whose append failed with err. Its lines are
+// not stored unless the journal could not undo the append: then they may
+// be, and a restart may bring them back, so the batch's outcome is unknown
+// (catalog.ErrOutcomeUnknown). A journal broken by the failure (its sync
+// failed: the kernel may have dropped pages it could not write) takes no
+// more creates until the service is restarted: they are refused with
+// catalog.ErrUnavailable.
+func (s *Journal) failBatch(batch []*createRequest, err error) {
+	if errors.Is(err, journal.ErrBroken) {
+		failure := fmt.Errorf("%w: the journal takes no more creates after a failed write; restart the service: %w", catalog.ErrUnavailable, err)
+		s.failed.Store(&failure)
+	}
+	if errors.Is(err, journal.ErrNotUndone) {
+		err = fmt.Errorf("%w: %w", catalog.ErrOutcomeUnknown, err)
+	}
+	failBatch(batch, err)
 }
 
 // Health returns why creates cannot be taken now, or nil.
