@@ -16,18 +16,25 @@ type Backoff struct {
 // Wait pauses for the current interval, or until ctx is done, when it
 // returns ctx's error. The next Wait pauses twice as long, at most Max.
 func (b *Backoff) Wait(ctx context.Context) error {
-	if b.next == 0 {
-		b.next = b.First
-	}
-	t := time.NewTimer(b.next)
+	t := time.NewTimer(b.Next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
 	}
-	b.next = min(2*b.next, max(b.Max, b.First))
 	return nil
+}
+
+// Next returns the current interval, for a caller that waits on more than
+// a timer; the next interval is twice as long, at most Max.
+func (b *Backoff) Next() time.Duration {
+	if b.next == 0 {
+		b.next = b.First
+	}
+	d := b.next
+	b.next = min(2*b.next, max(b.Max, b.First))
+	return d
 }
 
 // Reset makes the next Wait pause First again: the thing retried made

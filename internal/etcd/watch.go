@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,13 +28,22 @@ type watchResult struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// ErrWatchStalled is the cause a caller cancels a watch's context with
+// (context.WithCancelCause) when the watch stopped delivering while etcd
+// moved on: a member frozen or cut off, a connection silent but open. Watch
+// then moves the next watch to the next endpoint.
+var ErrWatchStalled = errors.New("etcd: the watch fell behind the cluster")
+
 // Watch streams the changes of the keys [key, end) from revision from on,
 // calling onEvents with each batch of events and onProgress with each
-// revision the stream is known to be complete up to. It returns when the
-// stream ends, ctx is done, onEvents fails, or etcd cancels the watch
-// (*CompactedError when from is compacted away). One endpoint per call:
-// the caller resumes from the last revision seen, and the next call goes
-// to the next endpoint.
+// revision the stream is known to be complete up to. The events of one
+// revision (one txn) come in one batch. It returns when the stream ends,
+// ctx is done, onEvents fails, or etcd cancels the watch (*CompactedError
+// when from is compacted away). One endpoint per call: the caller resumes
+// from the last revision seen, and the next call goes to the next endpoint.
+// etcd tells nothing of a stream that went silent: the caller compares what
+// it delivered with the cluster's revision and, when it lags, cancels ctx
+// with ErrWatchStalled.
 func (c *Client) Watch(ctx context.Context, key, end []byte, from int64, onEvents func([]Event) error, onProgress func(int64)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -44,6 +54,9 @@ func (c *Client) Watch(ctx context.Context, key, end []byte, from int64, onEvent
 	}
 	defer resp.Body.Close()
 	next, err := readWatch(ctx, resp.Body, ep, onEvents, onProgress)
+	if stalled := context.Cause(ctx); errors.Is(stalled, ErrWatchStalled) {
+		next, err = true, fmt.Errorf("%s: %w", ep, stalled)
+	}
 	if next {
 		c.rotate(i)
 	}

@@ -1,6 +1,7 @@
 package etcdtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 )
 
 // Fake is an etcd JSON gateway over a map, enough for petstore: range, txn
-// (MOD and CREATE compares), watch, authenticate. It writes 3.4's shapes,
+// (MOD and CREATE compares), watch, lease grant, authenticate. It writes 3.4's shapes,
 // or 3.6's (indented, other error bodies) when style is "3.6".
 type Fake struct {
 	t     testing.TB
@@ -33,6 +34,9 @@ type Fake struct {
 	// "403" refuses it.
 	txnFault  func(n int) string
 	txns      int
+	lose      bool   // carry out unary calls, and answer them 503 (see LoseAnswers)
+	leases    int    // leases granted
+	watches   gate   // frozen: watch streams send nothing (see HoldWatches)
 	password  string // non-empty: auth is on
 	token     string // the valid token
 	authCalls int
@@ -113,18 +117,33 @@ func (f *Fake) rangeLocked(r etcd.RangeRequest) map[string]any {
 }
 
 // ServeHTTP answers one gateway call: POST /v3/... with a JSON body.
-func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.serve(w, r, nil) }
+
+// serve answers one gateway call as member m (nil: the fake's own server).
+func (f *Fake) serve(w http.ResponseWriter, r *http.Request, m *FakeMember) {
 	if r.Method != "POST" {
 		f.fail(w, 405, 12, "method not allowed")
 		return
 	}
 	if r.URL.Path == "/v3/watch" {
-		f.serveWatch(w, r)
+		f.serveWatch(w, r, m)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.lose {
+		// Carried out, and the answer lost: the client sees what a
+		// member that timed out sends.
+		f.serveLocked(httptest.NewRecorder(), r, body)
+		f.fail(w, 503, 14, "etcdserver: request timed out")
+		return
+	}
+	f.serveLocked(w, r, body)
+}
+
+// serveLocked answers a unary call; f.mu is held.
+func (f *Fake) serveLocked(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.URL.Path == "/v3/auth/authenticate" {
 		f.authenticateLocked(w, body)
 		return
@@ -143,6 +162,10 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.write(w, 200, f.rangeLocked(in))
 	case "/v3/kv/txn":
 		f.serveTxnLocked(w, body)
+	case "/v3/lease/grant":
+		// Leases are granted and never expire: keys put under one stay.
+		f.leases++
+		f.write(w, 200, map[string]any{"header": f.header(), "ID": strconv.Itoa(f.leases), "TTL": "60"})
 	default:
 		f.fail(w, 404, 5, "Not Found")
 	}
@@ -251,8 +274,9 @@ func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
 }
 
 // serveWatch streams {"result":…} lines: created, then the events of the
-// watched range from start_revision on, as they happen.
-func (f *Fake) serveWatch(w http.ResponseWriter, r *http.Request) {
+// watched range from start_revision on, as they happen; nothing while
+// member m is frozen.
+func (f *Fake) serveWatch(w http.ResponseWriter, r *http.Request, m *FakeMember) {
 	var in struct {
 		CreateRequest struct {
 			Key           []byte `json:"key"`
@@ -290,12 +314,16 @@ func (f *Fake) serveWatch(w http.ResponseWriter, r *http.Request) {
 				events = append(events, map[string]any{"kv": f.kvJSON(e.key, &e.kv)}) // a put: no "type"
 			}
 		}
-		if len(events) > 0 {
-			line(map[string]any{"header": f.header(), "events": events})
-		}
+		header := f.header()
 		next = f.rev + 1
 		changed := f.changed
 		f.mu.Unlock()
+		if !f.watches.await(r.Context()) || m != nil && !m.await(r.Context()) {
+			return
+		}
+		if len(events) > 0 {
+			line(map[string]any{"header": header, "events": events})
+		}
 		select {
 		case <-r.Context().Done():
 			return
@@ -367,4 +395,89 @@ func (f *Fake) AuthCalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.authCalls
+}
+
+// LoseAnswers makes the fake carry out every unary call (range, txn) as
+// usual and answer it 503, as a client sees a member whose answers are
+// lost; watches go on. false ends it.
+func (f *Fake) LoseAnswers(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose = on
+}
+
+// FakeMember is another endpoint of a fake, sharing its data, as a member
+// of a cluster does: it can be frozen, as a stopped (SIGSTOP) etcd process
+// is: requests wait, and its watches send nothing, until Thaw.
+type FakeMember struct {
+	URL string
+	gate
+}
+
+// NewMember starts another endpoint of f on 127.0.0.1; it stops at the end
+// of the test.
+func (f *Fake) NewMember(t testing.TB) *FakeMember {
+	m := &FakeMember{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.await(r.Context()) {
+			f.serve(w, r, m)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(m.Thaw) // the server's Close waits for the requests it holds
+	m.URL = srv.URL
+	return m
+}
+
+// HoldWatches makes every watch stream of f send nothing while its
+// connection stays open (a silent stream), until ReleaseWatches; unary
+// calls are answered as usual.
+func (f *Fake) HoldWatches() { f.watches.Freeze() }
+
+// ReleaseWatches lets the watch streams go on.
+func (f *Fake) ReleaseWatches() { f.watches.Thaw() }
+
+// gate holds whoever awaits it while it is frozen. The zero value is open.
+type gate struct {
+	mu     sync.Mutex
+	frozen chan struct{} // non-nil while frozen; closed when thawed
+}
+
+// Freeze closes the gate.
+func (g *gate) Freeze() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.frozen == nil {
+		g.frozen = make(chan struct{})
+	}
+}
+
+// Thaw opens the gate; what waited goes on.
+func (g *gate) Thaw() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.frozen != nil {
+		close(g.frozen)
+		g.frozen = nil
+	}
+}
+
+// await waits while g is frozen; it returns false if ctx ends first. A nil
+// gate is never frozen.
+func (g *gate) await(ctx context.Context) bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	frozen := g.frozen
+	g.mu.Unlock()
+	if frozen == nil {
+		return true
+	}
+	select {
+	case <-frozen:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
