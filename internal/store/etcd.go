@@ -57,6 +57,9 @@ type Etcd struct {
 	refusing   string // why creates are refused, as last logged; "" while they are not
 	seen       map[string]struct{}
 	lease      etcdLease // for Idempotency-Keys; the writer goroutine's
+	// createTimeout bounds a create batch, settling included:
+	// etcdCreateTimeout (tests shorten it).
+	createTimeout time.Duration
 	// maxCategories bounds the counter, hence the catalogue, cluster-wide:
 	// ids are consecutive from 1, so the counter is the number of
 	// categories.
@@ -76,8 +79,11 @@ type Etcd struct {
 	mu       sync.Mutex
 	idx      *catalog.Index
 	applied  int64         // the cache holds every category up to this revision
-	advanced chan struct{} // closed and replaced whenever the cache grows
+	advanced chan struct{} // closed and replaced whenever the cache grows or the watch delivers
 	catchMu  sync.Mutex    // one catch-up range read at a time
+	watch    watchState    // what the watch stream has delivered (etcd_watch.go)
+	// stall ends the watch under way (see stallWatch).
+	stall atomic.Pointer[context.CancelCauseFunc]
 
 	// lastCounter is the counter as last read from etcd, and when: the
 	// bound above which an id cannot exist yet (see idCeiling).
@@ -112,14 +118,13 @@ const etcdMaxBatch = 40
 // Time bounds of the etcd store.
 const (
 	// etcdCreateTimeout bounds a create batch, settling included: within
-	// it, a txn whose outcome is unknown is sent again until it is known.
+	// it, a txn whose outcome is unknown is sent again, and watched for,
+	// until it is known.
 	etcdCreateTimeout = 10 * time.Second
 	// etcdCacheWait is how long a create that committed waits for the
 	// watch to bring its category into the cache before it reads the
 	// missing categories itself.
 	etcdCacheWait = 250 * time.Millisecond
-	// etcdProbeEvery is how often the background probe checks for a quorum.
-	etcdProbeEvery = time.Second
 	// etcdPageSize is the most categories read per range request, and
 	// etcdPageBytes about the most bytes: a page after one of large values
 	// asks for fewer (see nextPageLimit). A valid category is at most about
@@ -198,8 +203,10 @@ func OpenEtcd(cfg EtcdConfig, opts Options) (*Etcd, error) {
 		flights:  make(map[int64]*readFlight),
 		idx:      catalog.NewIndex(0, 0),
 		advanced: make(chan struct{}),
+		watch:    watchState{claims: make(map[string]claimSeen)},
 
 		maxCategories: opts.MaxCategories,
+		createTimeout: etcdCreateTimeout,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartTimeout)
 	defer cancel()
@@ -216,10 +223,12 @@ func OpenEtcd(cfg EtcdConfig, opts Options) (*Etcd, error) {
 	}
 	s.counter, s.counterRev = counter.value, counter.rev
 	s.noteCounter(counter.value)
-	if err := s.catchUp(ctx); err != nil {
+	rev, err := s.catchUp(ctx)
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("reading the categories under %s: %w", s.keys.root, err)
 	}
+	s.watch.rev = rev
 
 	bgCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -381,7 +390,7 @@ func (s *Etcd) awaitCached(c catalog.Category) []byte {
 		case <-timer.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.c.Timeout())
-		err := s.catchUp(ctx)
+		_, err := s.catchUp(ctx)
 		cancel()
 		if body, ok := s.idx.Snapshot().Get(c.ID); ok {
 			return body
@@ -407,43 +416,6 @@ func (s *Etcd) Health() error {
 		return catalog.ErrUnavailable
 	}
 	return nil
-}
-
-// probeLoop checks every etcdProbeEvery that a quorum answers (a
-// linearizable read of the counter), so that Health follows the cluster
-// even while no create comes, and Get knows how far ids go (idCeiling).
-func (s *Etcd) probeLoop(ctx context.Context) {
-	defer s.bg.Done()
-	ticker := time.NewTicker(etcdProbeEvery)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, s.c.Timeout())
-		r, err := s.c.Range(pctx, etcd.RangeRequest{Key: s.keys.counter})
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			if counter, perr := parseCounter(r.Kvs); perr == nil {
-				s.noteCounter(counter.value)
-			}
-		}
-		was := s.down.Load()
-		if err != nil {
-			if was == nil {
-				s.log.Warn("etcd: no quorum; creates are refused as unavailable until it is back", "err", err)
-			}
-			s.markDown(err)
-		} else if was != nil {
-			s.log.Info("etcd: quorum is back; creates are taken again")
-			s.down.Store(nil)
-		}
-	}
 }
 
 // Close waits for the creates under way, refuses later ones

@@ -42,7 +42,7 @@ func (s *Etcd) noteCounter(v int64) {
 // handed out is below the bound, so a Location can still be followed on
 // any instance at once, and only ids that near the counter cost a read.
 const (
-	etcdCounterFresh = 3 * etcdProbeEvery
+	etcdCounterFresh = 3 * time.Second
 	etcdMaxTxnRate   = 2000 // successful create txns a second, cluster-wide
 	etcdIDLead       = etcdMaxBatch * etcdMaxTxnRate * int64(etcdCounterFresh/time.Second)
 )
@@ -153,6 +153,14 @@ func (s *Etcd) appliedRevision() int64 {
 func (s *Etcd) apply(kvs []etcd.KV, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.applyLocked(kvs, rev) {
+		s.signalLocked()
+	}
+}
+
+// applyLocked is apply with s.mu held; it reports whether the cache grew,
+// and leaves the signal to its caller.
+func (s *Etcd) applyLocked(kvs []etcd.KV, rev int64) bool {
 	added := 0
 	for _, kv := range kvs {
 		if id, ok := s.keys.idOf(kv.Key); ok && id <= s.idx.LastID() {
@@ -171,17 +179,16 @@ func (s *Etcd) apply(kvs []etcd.KV, rev int64) {
 	}
 	if added > 0 {
 		s.idx.Publish()
-		close(s.advanced)
-		s.advanced = make(chan struct{})
 	}
+	return added > 0
 }
 
 // catchUp reads, page by page at one revision, the categories after the
-// cache's last id, and applies them. Used at start, on a compaction, and
-// by a create the watch is slow to confirm. Pages are bounded by bytes as
-// well as by count, so that large values another writer put there cannot
-// stop it.
-func (s *Etcd) catchUp(ctx context.Context) error {
+// cache's last id, and applies them; it returns the revision it read at.
+// Used at start, on a compaction, and by a create the watch is slow to
+// confirm. Pages are bounded by bytes as well as by count, so that large
+// values another writer put there cannot stop it.
+func (s *Etcd) catchUp(ctx context.Context) (int64, error) {
 	s.catchMu.Lock()
 	defer s.catchMu.Unlock()
 	from := s.keys.category(s.idx.Snapshot().LastID() + 1)
@@ -202,7 +209,7 @@ func (s *Etcd) catchUp(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if rev == 0 {
 			rev = int64(r.Header.Revision)
@@ -215,7 +222,7 @@ func (s *Etcd) catchUp(ctx context.Context) error {
 		limit = nextPageLimit(r.Kvs)
 	}
 	s.apply(nil, rev)
-	return nil
+	return rev, nil
 }
 
 // nextPageLimit returns how many keys to ask for after a page of kvs:
@@ -227,58 +234,4 @@ func nextPageLimit(kvs []etcd.KV) int64 {
 	}
 	mean := max(size*4/3/max(len(kvs), 1), 1) // base64
 	return int64(min(max(etcdPageBytes/mean, 1), etcdPageSize))
-}
-
-// watchLoop keeps the cache current: one watch of categories/ from the
-// revision after the cache's, resumed after a broken stream from the last
-// revision seen, and after a compaction from a fresh range.
-func (s *Etcd) watchLoop(ctx context.Context) {
-	defer s.bg.Done()
-	pause := etcd.Backoff{First: watchRetryFirst, Max: watchRetryMax}
-	warned := false
-	for ctx.Err() == nil {
-		from := s.appliedRevision() + 1
-		err := s.c.Watch(ctx, s.keys.categories, s.keys.categoriesEnd, from, s.onEvents, func(rev int64) { s.apply(nil, rev) })
-		if ctx.Err() != nil {
-			return
-		}
-		var compacted *etcd.CompactedError
-		if errors.As(err, &compacted) {
-			s.log.Warn("etcd: the watch's revision was compacted; reading the categories again", "from", from, "compacted", compacted.Revision)
-			if err := s.catchUp(ctx); err != nil {
-				s.log.Warn("etcd: reading the categories after a compaction failed; retrying", "err", err)
-			}
-			continue
-		}
-		if s.appliedRevision() >= from {
-			pause.Reset() // it made progress: the cluster is fine
-			warned = false
-		}
-		if !warned {
-			// Once per outage, not once per attempt.
-			s.log.Warn("etcd: the watch broke; resuming on the next endpoint", "from", s.appliedRevision()+1, "err", err)
-			warned = true
-		}
-		if pause.Wait(ctx) != nil {
-			return
-		}
-	}
-}
-
-// onEvents applies one batch of watch events.
-func (s *Etcd) onEvents(events []etcd.Event) error {
-	kvs := make([]etcd.KV, 0, len(events))
-	var rev int64
-	for _, e := range events {
-		rev = max(rev, int64(e.KV.ModRevision))
-		if e.Type == "DELETE" || e.Type == "1" {
-			// petstore never deletes: someone did by hand. Ids are never
-			// reused, so the cache keeps the category until a restart.
-			s.log.Warn("etcd: a category key was deleted outside petstore; this instance keeps serving it until it restarts", "key", string(e.KV.Key))
-			continue
-		}
-		kvs = append(kvs, e.KV)
-	}
-	s.apply(kvs, rev)
-	return nil
 }

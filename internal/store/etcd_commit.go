@@ -28,13 +28,19 @@ type pendingCreate struct {
 // again for the creates left after a lost race, and again, unchanged, for
 // a txn whose outcome is unknown.
 //
-// Sending the same txn again settles an unknown outcome. If the first one
-// was applied, the counter has moved, so the second fails its compare, and
+// An unknown outcome is settled, never guessed, in one of two ways. The
+// txn compares the counter's mod_revision, so once anything moves the
+// counter, a txn not yet applied never will be. Sent again unchanged, the
+// txn tells: if the first was applied, the second fails its compare, and
 // its failure branch reads the name keys back (linearizably): our tokens
-// are there, the creates are committed. If it was not applied, the second
-// one may succeed, and after it the first can never apply (its compare of
-// the counter fails from then on). Either way: never a duplicate, never a
-// 201 for a category that was not committed.
+// are there, the creates are committed. Or the watch tells, when no answer
+// comes back at all: it delivers every committed txn whole, so once it has
+// delivered a move of the counter, our tokens among the name claims of that
+// revision mean committed, and their absence means never. Until one of the
+// two has spoken, no answer is definite: past the deadline the creates
+// fail with catalog.ErrOutcomeUnknown. Never a duplicate, never a 201 for
+// a category that was not committed, never a definite failure for one that
+// was.
 func (s *Etcd) commit(batch []*createRequest) {
 	pending, later := s.checkNames(batch)
 	if len(later) > 0 {
@@ -46,31 +52,39 @@ func (s *Etcd) commit(batch []*createRequest) {
 	if len(pending) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), etcdCreateTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.createTimeout)
 	defer cancel()
+	s.watchClaims(pending, true)
+	defer s.watchClaims(pending, false)
 
-	var unknown error // the last unknown outcome, while one may still apply
+	var unsure *doubt // the txn last sent, while it may still be applied
 	pause := etcd.Backoff{First: txnRetryFirst, Max: txnRetryMax}
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if pending = s.prepare(ctx, pending); len(pending) == 0 {
-			return
+		if unsure == nil {
+			if pending = s.prepare(ctx, pending); len(pending) == 0 {
+				return
+			}
 		}
+		epoch := s.watchEpoch()
 		start := time.Now()
 		resp, err := s.c.Txn(ctx, s.buildTxn(pending))
 		switch {
 		case err == nil && resp.Succeeded:
-			s.committed(pending, resp, time.Since(start))
+			s.committed(pending, int64(resp.Header.Revision), time.Since(start))
 			return
 		case err == nil:
 			if pending, err = s.settle(pending, resp); err != nil {
-				failPending(pending, err)
+				s.fail(ctx, pending, unsure, err)
 				return
 			}
-			unknown = nil
+			unsure = nil
 			continue
 		case errors.Is(err, etcd.ErrUnknownOutcome):
-			unknown = err
-		case errors.Is(err, etcd.ErrUnreachable) && unknown != nil:
+			if unsure == nil {
+				unsure = &doubt{compareRev: s.counterRev, epoch: epoch}
+			}
+			unsure.err = err
+		case errors.Is(err, etcd.ErrUnreachable) && unsure != nil:
 			// An earlier attempt may still be applied: keep trying until
 			// the deadline tells us to give up.
 		case errors.Is(err, etcd.ErrUnreachable):
@@ -79,21 +93,76 @@ func (s *Etcd) commit(batch []*createRequest) {
 			return
 		case etcd.IsLeaseNotFound(err) && attempt < 3:
 			// The lease of the keys is gone (revoked, or lost with a
-			// restore): nothing was applied; grant a new one and go again.
-			s.lease = etcdLease{}
+			// restore): this attempt was not applied; grant a new one and
+			// go again.
+			if err := s.renewLease(ctx, pending, unsure); err != nil {
+				return
+			}
 			continue
 		default:
-			// A final refusal (4xx): nothing was applied, and sending it
-			// again would not change the answer. The detail is logged.
-			failPending(pending, err)
+			// A final refusal (4xx): this attempt was not applied, and
+			// sending it again would not change the answer. The detail
+			// is logged.
+			s.fail(ctx, pending, unsure, err)
 			return
 		}
 		if ctx.Err() != nil || attempt > 1000 {
-			s.giveUp(pending, unknown)
+			s.fail(ctx, pending, unsure, unsure.err)
 			return
 		}
-		pause.Wait(ctx) // a done ctx ends the loop above
+		switch s.awaitVerdict(ctx, pending, unsure, pause.Next()) {
+		case verdictCommitted:
+			s.committed(pending, unsure.rev, time.Since(start))
+			return
+		case verdictNever:
+			unsure = nil // the counter moved on without it: go again
+		}
 	}
+}
+
+// doubt is a txn sent without an answer: it may have been applied, may
+// be later, or never.
+type doubt struct {
+	err        error  // the last unknown outcome
+	compareRev int64  // the counter's mod_revision it compares
+	epoch      uint64 // the watch's epoch when it was first sent
+	rev        int64  // the revision it was applied at, once the watch shows it
+}
+
+// fail answers pending, whose last attempt failed with err. While an
+// earlier attempt may still be applied (unsure), no failure is definite:
+// the watch may yet show what became of it before the deadline, else the
+// outcome is unknown.
+func (s *Etcd) fail(ctx context.Context, pending []*pendingCreate, unsure *doubt, err error) {
+	if unsure == nil {
+		failPending(pending, err)
+		return
+	}
+	switch s.awaitVerdict(ctx, pending, unsure, s.createTimeout) {
+	case verdictCommitted:
+		s.committed(pending, unsure.rev, 0)
+	case verdictNever:
+		failPending(pending, err)
+	default:
+		s.markDown(unsure.err)
+		s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unsure.err, "last", err)
+		failPending(pending, catalog.ErrOutcomeUnknown)
+	}
+}
+
+// renewLease grants a new lease for the Idempotency-Keys of pending after
+// etcd lost the one they were to be put under; on failure it answers them.
+func (s *Etcd) renewLease(ctx context.Context, pending []*pendingCreate, unsure *doubt) error {
+	s.lease = etcdLease{}
+	err := s.ensureLease(ctx, pending)
+	if err != nil {
+		if unsure == nil && (errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome)) {
+			s.markDown(err)
+			err = catalog.ErrUnavailable
+		}
+		s.fail(ctx, pending, unsure, err)
+	}
+	return err
 }
 
 // prepare readies pending for a txn: it refuses the creates that the
@@ -116,14 +185,6 @@ func (s *Etcd) prepare(ctx context.Context, pending []*pendingCreate) []*pending
 		return nil
 	}
 	return pending
-}
-
-// giveUp fails pending after the create's deadline passed with its
-// outcome unknown.
-func (s *Etcd) giveUp(pending []*pendingCreate, unknown error) {
-	s.markDown(unknown)
-	s.log.Error("etcd: gave up settling a create txn", "creates", len(pending), "err", unknown)
-	failPending(pending, catalog.ErrOutcomeUnknown)
 }
 
 // cutToQuota refuses, with catalog.ErrQuotaExceeded, the creates of pending that
@@ -244,8 +305,8 @@ func (s *Etcd) firstID(kvs []etcd.KV) int64 {
 	return 0
 }
 
-// committed records the txn of pending that etcd applied.
-func (s *Etcd) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took time.Duration) {
+// committed records the txn of pending that etcd applied at revision rev.
+func (s *Etcd) committed(pending []*pendingCreate, rev int64, took time.Duration) {
 	if s.onCommit != nil {
 		s.onCommit(len(pending), took)
 	}
@@ -255,7 +316,7 @@ func (s *Etcd) committed(pending []*pendingCreate, resp *etcd.TxnResponse, took 
 		p.req.at = now
 	}
 	s.counter += int64(len(pending))
-	s.counterRev = int64(resp.Header.Revision)
+	s.counterRev = rev
 	s.noteCounter(s.counter)
 	s.down.Store(nil)
 }
@@ -435,4 +496,83 @@ func failPending(pending []*pendingCreate, err error) {
 	for _, p := range pending {
 		p.req.err = err
 	}
+}
+
+// A verdict is what the watch has shown of a txn in doubt.
+type verdict int
+
+const (
+	verdictOpen      verdict = iota // nothing yet
+	verdictCommitted                // its claims were delivered: it was applied
+	verdictNever                    // the counter moved on without it: it never will be
+)
+
+// watchClaims makes the watch note the name claims of pending (on), or
+// stop noting them. Claims are noted from before the first send of their
+// txn, so that the watch cannot deliver one unseen.
+func (s *Etcd) watchClaims(pending []*pendingCreate, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pending {
+		if on {
+			s.watch.claims[p.token] = claimSeen{}
+		} else {
+			delete(s.watch.claims, p.token)
+		}
+	}
+}
+
+// watchEpoch returns the watch's epoch (see watchState).
+func (s *Etcd) watchEpoch() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watch.epoch
+}
+
+// awaitVerdict waits, at most for wait or until ctx is done, for the watch
+// to show what became of the txn of pending in doubt d. Committed, it sets
+// the ids the claims hold and d.rev; never, it takes the counter as the
+// watch last delivered it, for the next txn.
+func (s *Etcd) awaitVerdict(ctx context.Context, pending []*pendingCreate, d *doubt, wait time.Duration) verdict {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		v, advanced := s.verdict(pending, d)
+		if v != verdictOpen {
+			return v
+		}
+		select {
+		case <-advanced:
+		case <-timer.C:
+			return verdictOpen
+		case <-ctx.Done():
+			return verdictOpen
+		}
+	}
+}
+
+// verdict reads what the watch has shown of d, and returns with it the
+// channel closed when the watch next delivers.
+func (s *Etcd) verdict(pending []*pendingCreate, d *doubt) (verdict, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := 0
+	for _, p := range pending {
+		if s.watch.claims[p.token].id != 0 {
+			seen++
+		}
+	}
+	switch {
+	case seen == len(pending):
+		// A txn is applied whole, and its events come in one batch.
+		for _, p := range pending {
+			c := s.watch.claims[p.token]
+			p.id, d.rev = c.id, c.rev
+		}
+		return verdictCommitted, s.advanced
+	case seen == 0 && s.watch.epoch == d.epoch && s.watch.counter.rev > d.compareRev:
+		s.counter, s.counterRev = s.watch.counter.value, s.watch.counter.rev
+		return verdictNever, s.advanced
+	}
+	return verdictOpen, s.advanced
 }

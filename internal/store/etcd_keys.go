@@ -19,7 +19,7 @@ import (
 
 // etcdKeys are the keys of one prefix.
 type etcdKeys struct {
-	root, counter, names, categories, categoriesEnd, idempotency []byte
+	root, rootEnd, counter, names, categories, categoriesEnd, idempotency []byte
 }
 
 func newEtcdKeys(prefix string) etcdKeys {
@@ -34,6 +34,7 @@ func newEtcdKeys(prefix string) etcdKeys {
 		idempotency: []byte(root + "idempotency/"),
 	}
 	k.categoriesEnd = etcd.PrefixEnd(k.categories)
+	k.rootEnd = etcd.PrefixEnd(k.root)
 	return k
 }
 

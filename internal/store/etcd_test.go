@@ -78,9 +78,10 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 	}
 }
 
-// A txn that etcd applied but answered 503 is settled by sending it again:
-// its failure branch shows our tokens, so the create answers 201 with the
-// id it got, and nothing is stored twice.
+// A txn that etcd applied but answered 503 is settled by sending it again
+// (the watch, held here, would tell too: see etcd_faults_test.go): its
+// failure branch shows our tokens, so the create answers 201 with the id it
+// got, and nothing is stored twice.
 func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 	for _, fault := range []string{"apply-then-503", "503"} {
 		t.Run(fault, func(t *testing.T) {
@@ -92,9 +93,11 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 				return ""
 			})
 			s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+			f.HoldWatches()
 			if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
 				t.Errorf("id: got %d, want 1", c.ID)
 			}
+			f.ReleaseWatches()
 			mustStoreCreate(t, s, "cat")
 			if n := f.Txns(); n != 3 {
 				t.Errorf("txns sent: got %d, want 3 (one lost answer, its settling, the next create)", n)
