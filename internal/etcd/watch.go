@@ -49,11 +49,11 @@ func (c *Client) Watch(ctx context.Context, key, end []byte, from int64, onEvent
 	defer cancel()
 	i, ep := c.endpoint()
 	resp, err := c.openWatch(ctx, i, ep, key, end, from)
-	if err != nil {
-		return err
+	next := false // openWatch has moved on when it failed
+	if err == nil {
+		defer resp.Body.Close()
+		next, err = readWatch(ctx, resp.Body, ep, onEvents, onProgress)
 	}
-	defer resp.Body.Close()
-	next, err := readWatch(ctx, resp.Body, ep, onEvents, onProgress)
 	if stalled := context.Cause(ctx); errors.Is(stalled, ErrWatchStalled) {
 		next, err = true, fmt.Errorf("%s: %w", ep, stalled)
 	}
