@@ -32,6 +32,7 @@ const (
 	codeIdempotencyKeyReused = "idempotency_key_reused"
 	codeRequestTimeout       = "request_timeout"
 	codeUnavailable          = "unavailable"
+	codeOutcomeUnknown       = "outcome_unknown"
 	codeQuotaExceeded        = "quota_exceeded"
 	codeOriginNotAllowed     = "origin_not_allowed"
 )
@@ -57,6 +58,7 @@ var statusOf = map[string]int{
 	codeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	codeRequestTimeout:       http.StatusRequestTimeout,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	codeOutcomeUnknown:       http.StatusServiceUnavailable,
 	codeQuotaExceeded:        http.StatusForbidden,
 	codeOriginNotAllowed:     http.StatusForbidden,
 }
@@ -110,8 +112,10 @@ var domainErrors = []struct {
 	// The service stops: the client's retry belongs to another instance,
 	// or to this one once it is back.
 	{catalog.ErrStopping, codeUnavailable, constMessage("the service is stopping; retry in a moment")},
-	{catalog.ErrOutcomeUnknown, codeUnavailable, constMessage("the etcd cluster did not confirm in time whether the category was stored; it may appear later: check GET /v1/categories before creating it again")},
-	{catalog.ErrUnavailable, codeUnavailable, constMessage("the store cannot take creates now (the etcd cluster has no quorum or cannot be reached); lists and known categories are still served; retry later")},
+	// Never a definite answer for a create that may have been stored
+	// (docs/api.md, "Telling the truth under faults").
+	{catalog.ErrOutcomeUnknown, codeOutcomeUnknown, constMessage("petstore could not learn whether the category was stored: it may or may not exist. Retry with the same Idempotency-Key (a stored create is answered again, one that was not is made), or look it up with GET /v1/categories?name=, before creating it again")},
+	{catalog.ErrUnavailable, codeUnavailable, constMessage("the store cannot take creates now (an etcd cluster without quorum, or a journal whose disk failed); nothing was stored; lists and known categories are still served; retry later")},
 }
 
 func constMessage(m string) func(error) string { return func(error) string { return m } }
@@ -140,10 +144,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := clientError(err)
 	factsOf(r).err = err
 	status := statusOf[ae.code]
-	if ae.code == codeUnavailable || ae.code == codeIdempotencyKeyInUse {
-		// Both pass on their own: an etcd quorum comes back (an election
-		// takes about a second), a create in flight ends (a commit takes
-		// milliseconds).
+	if ae.code == codeUnavailable || ae.code == codeOutcomeUnknown || ae.code == codeIdempotencyKeyInUse {
+		// Each passes on its own: an etcd quorum comes back (an election
+		// takes about a second), an outcome is settled, a create in
+		// flight ends (a commit takes milliseconds).
 		w.Header()["Retry-After"] = retryAfterOne
 	}
 	writeJSON(w, status, appendErrorBody(make([]byte, 0, 64+len(ae.message)), ae.code, ae.message, status))

@@ -125,6 +125,36 @@ func TestFailedCreateAnswers500(t *testing.T) {
 	}
 }
 
+// A store whose disk failed, or which cannot learn whether a create was
+// stored, says so: 503 unavailable (nothing stored) for creates it refuses
+// and from /healthz, and 503 outcome_unknown, never a definite failure, for
+// a create that may have been stored; both with Retry-After.
+func TestStoreFaultAnswers(t *testing.T) {
+	down := fmt.Errorf("%w: the journal takes no more creates after a failed write: %w", catalog.ErrUnavailable, os.ErrClosed)
+	unknown := fmt.Errorf("%w: appending: %w", catalog.ErrOutcomeUnknown, os.ErrClosed)
+	for _, tc := range []struct {
+		err      error
+		code     string
+		mentions string
+	}{
+		{down, codeUnavailable, "nothing was stored"},
+		{unknown, codeOutcomeUnknown, "may or may not exist"},
+	} {
+		env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: tc.err}))
+		rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`})
+		eb := mustError(t, rec, http.StatusServiceUnavailable, tc.code)
+		if !strings.Contains(eb.Message, tc.mentions) || strings.Contains(eb.Message, "file already closed") {
+			t.Errorf("%s: message %q, want one that says %q and no internals", tc.code, eb.Message, tc.mentions)
+		}
+		if got := rec.Header().Get("Retry-After"); got != "1" {
+			t.Errorf("%s: Retry-After %q, want 1", tc.code, got)
+		}
+	}
+	env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: down}))
+	mustError(t, env.do(t, request{method: "GET", path: "/healthz"}), http.StatusServiceUnavailable, codeUnavailable)
+	mustError(t, env.do(t, request{method: "GET", path: "/readyz"}), http.StatusServiceUnavailable, codeUnavailable)
+}
+
 // failingStore is a store whose creates fail with err, and which says so
 // in Health.
 type failingStore struct {
