@@ -1,0 +1,3 @@
+module petstore/faults
+
+go 1.22
