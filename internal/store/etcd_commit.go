@@ -65,46 +65,9 @@ func (s *Etcd) commit(batch []*createRequest) {
 				return
 			}
 		}
-		epoch := s.watchEpoch()
-		start := time.Now()
-		resp, err := s.c.Txn(ctx, s.buildTxn(pending))
-		switch {
-		case err == nil && resp.Succeeded:
-			s.committed(pending, int64(resp.Header.Revision), time.Since(start))
-			return
-		case err == nil:
-			if pending, err = s.settle(pending, resp); err != nil {
-				s.fail(ctx, pending, unsure, err)
-				return
-			}
-			unsure = nil
-			continue
-		case errors.Is(err, etcd.ErrUnknownOutcome):
-			if unsure == nil {
-				unsure = &doubt{compareRev: s.counterRev, epoch: epoch}
-			}
-			unsure.err = err
-		case errors.Is(err, etcd.ErrUnreachable) && unsure != nil:
-			// An earlier attempt may still be applied: keep trying until
-			// the deadline tells us to give up.
-		case errors.Is(err, etcd.ErrUnreachable):
-			s.markDown(err)
-			failPending(pending, catalog.ErrUnavailable)
-			return
-		case etcd.IsLeaseNotFound(err) && attempt < 3:
-			// The lease of the keys is gone (revoked, or lost with a
-			// restore): this attempt was not applied; grant a new one and
-			// go again.
-			if err := s.renewLease(ctx, pending, unsure); err != nil {
-				return
-			}
-			continue
-		default:
-			// A final refusal (4xx): this attempt was not applied, and
-			// sending it again would not change the answer. The detail
-			// is logged.
-			s.fail(ctx, pending, unsure, err)
-			return
+		var done bool
+		if pending, unsure, done = s.send(ctx, pending, unsure, attempt); done || unsure == nil {
+			continue // done leaves pending empty
 		}
 		if ctx.Err() != nil || attempt > 1000 {
 			s.fail(ctx, pending, unsure, unsure.err)
@@ -112,7 +75,7 @@ func (s *Etcd) commit(batch []*createRequest) {
 		}
 		switch s.awaitVerdict(ctx, pending, unsure, pause.Next()) {
 		case verdictCommitted:
-			s.committed(pending, unsure.rev, time.Since(start))
+			s.committed(pending, unsure.rev, time.Since(unsure.sent))
 			return
 		case verdictNever:
 			unsure = nil // the counter moved on without it: go again
@@ -120,13 +83,61 @@ func (s *Etcd) commit(batch []*createRequest) {
 	}
 }
 
+// send sends the txn of pending once and reads its answer. It reports done
+// once every create of pending is answered; otherwise it returns the
+// creates to send again, and the doubt that hangs over them (nil: none).
+func (s *Etcd) send(ctx context.Context, pending []*pendingCreate, unsure *doubt, attempt int) ([]*pendingCreate, *doubt, bool) {
+	epoch := s.watchEpoch()
+	start := time.Now()
+	resp, err := s.c.Txn(ctx, s.buildTxn(pending))
+	switch {
+	case err == nil && resp.Succeeded:
+		s.committed(pending, int64(resp.Header.Revision), time.Since(start))
+		return nil, nil, true
+	case err == nil:
+		retry, err := s.settle(pending, resp)
+		if err != nil {
+			s.fail(ctx, pending, unsure, err)
+			return nil, nil, true
+		}
+		return retry, nil, len(retry) == 0
+	case errors.Is(err, etcd.ErrUnknownOutcome):
+		if unsure == nil {
+			unsure = &doubt{compareRev: s.counterRev, epoch: epoch, sent: start}
+		}
+		unsure.err = err
+	case errors.Is(err, etcd.ErrUnreachable) && unsure != nil:
+		// An earlier attempt may still be applied: keep trying until
+		// the deadline tells us to give up.
+	case errors.Is(err, etcd.ErrUnreachable):
+		s.markDown(err)
+		failPending(pending, catalog.ErrUnavailable)
+		return nil, nil, true
+	case etcd.IsLeaseNotFound(err) && attempt < 3:
+		// The lease of the keys is gone (revoked, or lost with a
+		// restore): this attempt was not applied; grant a new one and go
+		// again.
+		if err := s.renewLease(ctx, pending, unsure); err != nil {
+			return nil, nil, true
+		}
+	default:
+		// A final refusal (4xx): this attempt was not applied, and
+		// sending it again would not change the answer. The detail is
+		// logged.
+		s.fail(ctx, pending, unsure, err)
+		return nil, nil, true
+	}
+	return pending, unsure, false
+}
+
 // doubt is a txn sent without an answer: it may have been applied, may
 // be later, or never.
 type doubt struct {
-	err        error  // the last unknown outcome
-	compareRev int64  // the counter's mod_revision it compares
-	epoch      uint64 // the watch's epoch when it was first sent
-	rev        int64  // the revision it was applied at, once the watch shows it
+	err        error     // the last unknown outcome
+	compareRev int64     // the counter's mod_revision it compares
+	epoch      uint64    // the watch's epoch when it was first sent
+	sent       time.Time // when it was first sent
+	rev        int64     // the revision it was applied at, once the watch shows it
 }
 
 // fail answers pending, whose last attempt failed with err. While an
