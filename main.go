@@ -172,7 +172,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer closeStore()
-	ln, conns, maxConns, err := listen(cfg)
+	ln, conns, maxConns, err := listen(cfg, lim.idleTimeout)
 	if err != nil {
 		return err
 	}
@@ -280,8 +280,8 @@ func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, comm
 
 // listen opens the listening socket of PETSTORE_ADDR, synchronously so that
 // a bad address fails the start, and the limiter that caps its connections
-// at maxConns.
-func listen(cfg config) (ln net.Listener, conns *connlimit.Limiter, maxConns int, err error) {
+// at maxConns and closes those idle for idle.
+func listen(cfg config, idle time.Duration) (ln net.Listener, conns *connlimit.Limiter, maxConns int, err error) {
 	maxConns, err = connlimit.Cap(cfg.maxConns)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("PETSTORE_MAX_CONNS: %w", err)
@@ -290,7 +290,7 @@ func listen(cfg config) (ln net.Listener, conns *connlimit.Limiter, maxConns int
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("PETSTORE_ADDR: %w", err)
 	}
-	return ln, connlimit.New(maxConns), maxConns, nil
+	return ln, connlimit.New(maxConns, idle), maxConns, nil
 }
 
 // startRateLimiter returns the limiter of the request budget rl, swept of
@@ -316,9 +316,10 @@ func newHTTPServer(handler http.Handler, lim limits, conns *connlimit.Limiter, l
 		ReadHeaderTimeout: lim.headerTimeout,
 		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       lim.idleTimeout,
+		IdleTimeout:       connlimit.NoServerIdleTimeout, // conns closes idle connections after lim.idleTimeout
 		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
 		ConnState:         conns.ConnState,
+		ConnContext:       conns.ConnContext,
 		ErrorLog:          newServerErrorLog(log, time.Now),
 		Protocols:         &protocols,
 		// What one HTTP/2 connection may make the server hold

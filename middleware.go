@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"petstore/internal/connlimit"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
@@ -59,8 +60,10 @@ func (c *requestContext) Value(key any) any {
 // status and size of its answer in the request's facts.
 type accessRecorder struct {
 	http.ResponseWriter
-	facts *requestFacts
-	body  *bodyWatch // the request's body, when it declared one
+	facts  *requestFacts
+	body   *bodyWatch          // the request's body, when it declared one over HTTP/1.x
+	conn   *connlimit.Requests // of the request's connection (nil: not tracked)
+	linger bool                // answered before the body was read: end the connection lingering
 
 	requestID [1]string // backs the X-Request-Id header value
 }
@@ -78,36 +81,79 @@ func (rec *accessRecorder) Write(p []byte) (int, error) {
 		rec.closeIfBodyUnread()
 		rec.facts.status = http.StatusOK
 	}
+	rec.conn.WaitBegin() // a client that does not read holds the write
 	n, err := rec.ResponseWriter.Write(p)
+	rec.conn.WaitEnd()
 	rec.facts.bytes += int64(n)
 	return n, err
 }
 
-// closeIfBodyUnread ends the HTTP/1.x connection with this answer when the request
-// declared a body that was not read to its end (a 401, a route that takes
-// no body, a body refused by its declared size). Otherwise net/http would
-// read the rest of it, up to 256 KiB, for as long as the read timeout
+// closeIfBodyUnread ends the HTTP/1.x connection with this answer when the
+// request declared a body that was not read to its end (a 401, a route that
+// takes no body, a body refused by its declared size). Otherwise net/http
+// would read the rest of it, up to 256 KiB, for as long as the read timeout
 // allows, before the connection could be used again: a client without a
 // key could hold a finished 16 KiB header block that way, on every
-// connection, by sending its body a byte at a time. The past read deadline
-// makes that read fail at once, and net/http then closes the connection.
+// connection, by sending its body a byte at a time. Once the answer is
+// written, endLingering hands the connection to connlimit.Linger, which
+// reads and discards the rest without the request, then closes it.
 func (rec *accessRecorder) closeIfBodyUnread() {
 	if rec.body == nil || rec.body.done {
 		return
 	}
 	rec.ResponseWriter.Header().Set("Connection", "close")
-	http.NewResponseController(rec.ResponseWriter).SetReadDeadline(time.Now())
+	rec.linger = true
 }
 
-// bodyWatch is a request body that notes when it was read to its end.
+// endLingering ends the connection of an answer given before the body was
+// read (see closeIfBodyUnread): the answer is flushed whole, and the
+// connection goes to connlimit.Linger, which drains what the client still
+// sends before it closes it, so that a client that sends its whole body
+// before reading reads the answer rather than a reset (docs/security.md,
+// "Connections"). An answer whose length is not known cannot be flushed
+// whole before the handler returns: its connection is closed by net/http,
+// as the past read deadline makes it.
+func (rec *accessRecorder) endLingering() {
+	rc := http.NewResponseController(rec.ResponseWriter)
+	h := rec.Header()
+	if rec.facts.status == 0 { // nothing written: net/http would answer 200
+		h.Set("Content-Length", "0")
+		rec.WriteHeader(http.StatusOK)
+	}
+	if len(h["Content-Length"]) == 0 && bodyAllowed(rec.facts.status) {
+		rc.SetReadDeadline(time.Now())
+		return
+	}
+	if rc.Flush() != nil {
+		rc.SetReadDeadline(time.Now())
+		return
+	}
+	conn, rw, err := rc.Hijack()
+	if err != nil {
+		rc.SetReadDeadline(time.Now())
+		return
+	}
+	connlimit.Linger(conn, rw.Reader)
+}
+
+// bodyAllowed reports whether an answer of status may have a body.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+// bodyWatch is a request body that notes when it was read to its end, and
+// how long a read waits on the client.
 type bodyWatch struct {
 	io.ReadCloser
 	left int64 // bytes declared and not read yet; -1 when not declared (chunked)
 	done bool  // read to the end
+	conn *connlimit.Requests
 }
 
 func (b *bodyWatch) Read(p []byte) (int, error) {
+	b.conn.WaitBegin()
 	n, err := b.ReadCloser.Read(p)
+	b.conn.WaitEnd()
 	if b.left > 0 {
 		b.left -= int64(n)
 	}
@@ -146,7 +192,7 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 			var buf [64]byte
 			id = string(strconv.AppendUint(append(buf[:0], idPrefix...), seq.Add(1), 10))
 		}
-		st := &requestState{rec: accessRecorder{ResponseWriter: w}, ctx: requestContext{Context: r.Context()}}
+		st := &requestState{rec: accessRecorder{ResponseWriter: w, conn: connlimit.RequestsOf(r.Context())}, ctx: requestContext{Context: r.Context()}}
 		facts := &st.ctx.facts
 		facts.id = id
 		st.rec.facts = facts
@@ -154,19 +200,28 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 		w.Header()["X-Request-Id"] = st.rec.requestID[:]
 		r = r.WithContext(&st.ctx)
 		// Over HTTP/2 an answer that leaves the body unread ends only its
-		// stream (net/http resets it), and flow control bounds what the
-		// client may send meanwhile: the connection stays.
-		if r.ContentLength != 0 && r.ProtoMajor == 1 {
-			st.body = bodyWatch{ReadCloser: r.Body, left: r.ContentLength}
-			st.rec.body, r.Body = &st.body, &st.body
+		// stream (net/http resets it, RFC 9113 section 8.1), and flow
+		// control bounds what the client may send meanwhile: the
+		// connection stays.
+		if r.ContentLength != 0 {
+			st.body = bodyWatch{ReadCloser: r.Body, left: r.ContentLength, conn: st.rec.conn}
+			r.Body = &st.body
+			if r.ProtoMajor == 1 {
+				st.rec.body = &st.body
+			}
 		}
 		// Logged in a defer: a handler that panics after its answer began
 		// is aborted (see recoverPanics), and its line is written all the
 		// same.
 		defer logRequest(access, log, metrics, r, facts, start)
+		st.rec.conn.Start()
+		defer st.rec.conn.Done()
 		next.ServeHTTP(&st.rec, r)
 		if facts.status == 0 { // net/http writes the answer now
 			st.rec.closeIfBodyUnread()
+		}
+		if st.rec.linger {
+			st.rec.endLingering()
 		}
 	})
 }

@@ -271,8 +271,11 @@ func TestHTTP2StreamsBounded(t *testing.T) {
 	}
 	reset := map[uint32]bool{}
 	timeout := time.After(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond) // the last handlers may start after the last frame
+	defer tick.Stop()
 	for len(reset) < extra || active.Load() < maxStreams {
 		select {
+		case <-tick.C:
 		case f, ok := <-frames:
 			if !ok {
 				t.Fatalf("the server closed the connection")

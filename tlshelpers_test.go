@@ -164,7 +164,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = newBodyBudget(lim.bodyBudget, lim.readTimeout) })
 	logs := &lockedBuffer{}
 	log := newJSONLogger(logs)
-	conns := connlimit.New(maxConns)
+	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
 	srv.TLSConfig = newTLSPair(files, log).serverConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

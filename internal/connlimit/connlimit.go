@@ -1,16 +1,22 @@
 // Package connlimit caps the open connections of a server so that clients
-// holding connections cannot run the process out of file descriptors. At the
-// cap it closes the connection idle the longest; with none idle, it waits,
-// and new clients queue in the kernel's listen backlog. Apart from the cap it
-// bounds the connections that have begun a request's headers and not
-// finished them, closing the oldest of them when one more begins.
+// holding connections cannot run the process out of file descriptors, nor
+// shut other clients out. At the cap it closes the connection that has
+// waited on its client the longest: idle, lingering, or stuck behind a
+// client that neither reads its answers nor sends what the server waits
+// for; with none such, it waits, and new clients queue in the kernel's
+// listen backlog. Apart from the cap it bounds the connections that have
+// begun a request's headers (or a TLS handshake) and not finished them, and
+// the lingering ones: past the bound, the one that has waited on its client
+// the longest goes, never one whose handshake or request is progressing.
 //
 // A Limiter wraps the server's listener (Listen) and is told connection
-// states by http.Server.ConnState (ConnState). Over TLS it wraps the TCP
-// listener, under the TLS one: a handshake's first bytes then count as a
-// request's headers begun, so handshakes left unfinished are bounded too.
-// Cap fits a wanted cap below the process's file limit. Everything here is
-// safe for concurrent use.
+// states by http.Server.ConnState (ConnState) and, through ConnContext and
+// RequestsOf, what its requests' handlers wait for. Over TLS it wraps
+// the TCP listener, under the TLS one: a handshake's first bytes then count
+// as a request's headers begun, so handshakes left unfinished are bounded
+// too. Linger ends a connection whose answer was given before the request's
+// body was read, without resetting it. Cap fits a wanted cap below the
+// process's file limit. Everything here is safe for concurrent use.
 package connlimit
 
 import (
@@ -40,8 +46,11 @@ import (
 // safe for concurrent use.
 type Limiter struct {
 	max        int
-	maxPending int       // connections in pending at most
-	epoch      time.Time // idle times are counted from it, on the monotonic clock
+	idle       time.Duration // idle connections are closed after this long; 0: never
+	maxPending int           // connections in pending at most
+	// pendingAfter and stuckAfter: the constants, but for tests.
+	pendingAfter, stuckAfter time.Duration
+	epoch                    time.Time // idle times are counted from it, on the monotonic clock
 
 	mu    sync.Mutex
 	conns []*trackedConn // open: accepted and not yet closed
@@ -56,13 +65,26 @@ type Limiter struct {
 	room    chan struct{} // one token: a connection closed or went idle
 }
 
-// trackedConn is a connection the limiter accepted.
+// trackedConn is a connection the limiter accepted. Times are since the
+// limiter's epoch (see Limiter.now), never 0 when set.
 type trackedConn struct {
 	net.Conn
 	index     int          // in Limiter.conns; guarded by its mu
-	idleSince atomic.Int64 // since epoch, when it last went idle; 0 while not idle
+	idleSince atomic.Int64 // when it last went idle; 0 while not idle
 	evicted   atomic.Bool  // closed by the limiter to make room
 	closed    atomic.Bool  // removed from Limiter.conns; set before it leaves pending
+
+	// What the connection waits for: reading is when the Read under way
+	// began (0: none), writing the Write under way; answered says the
+	// server has written to it; lingering that it is being drained after
+	// its last answer (see Linger); stalled that it is pending for having
+	// waited on its client (see sweep). requests is what its requests tell
+	// (see Requests).
+	reading, writing atomic.Int64
+	answered         atomic.Bool
+	lingering        atomic.Bool
+	stalled          atomic.Bool
+	requests         Requests
 
 	limiter    *Limiter
 	pending    atomic.Bool  // in limiter.pending
@@ -72,13 +94,37 @@ type trackedConn struct {
 // Read notes the first bytes a connection sends while it is idle (not yet
 // in a request, or between two on a keep-alive connection): a request's
 // headers have begun, and until net/http has read them all they count as
-// pending. Reads within a request (its body) cost one atomic load.
+// pending. It notes too how long the read waits on the client.
 func (c *trackedConn) Read(p []byte) (int, error) {
+	c.reading.Store(c.limiter.now())
 	n, err := c.Conn.Read(p)
+	c.reading.Store(0)
 	if n > 0 && c.idleSince.Load() != 0 && !c.pending.Load() {
 		c.limiter.headersBegun(c)
 	}
 	return n, err
+}
+
+// Write notes how long a write waits on a client that does not read, and
+// that the server has answered on the connection.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	c.writing.Store(c.limiter.now())
+	n, err := c.Conn.Write(p)
+	c.writing.Store(0)
+	if !c.answered.Load() {
+		c.answered.Store(true)
+	}
+	return n, err
+}
+
+// Close closes the connection and stops counting it: the server reports a
+// connection it closes (StateClosed), but not one it handed over
+// (StateHijacked), which Linger closes.
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.limiter.remove(c)
+	c.limiter.signal()
+	return err
 }
 
 // maxPendingConns bounds the connections that have begun a request's
@@ -147,16 +193,46 @@ func (c *trackedConn) CloseWrite() error {
 	return nil
 }
 
-// New returns a limiter that keeps at most max connections open, and at
-// most maxPendingConns of them with a request's headers begun and not
-// finished.
-func New(max int) *Limiter {
-	return &Limiter{max: max, maxPending: maxPendingConns, epoch: time.Now(), room: make(chan struct{}, 1)}
+// New returns a limiter that keeps at most max connections open, at most
+// maxPendingConns of them pending, and closes a connection idle for idle
+// (0: never). It closes idle connections itself, for HTTP/1.1 and HTTP/2
+// alike: give the server a negative IdleTimeout (see NoServerIdleTimeout).
+func New(max int, idle time.Duration) *Limiter {
+	return &Limiter{max: max, idle: idle, maxPending: maxPendingConns, pendingAfter: pendingAfter, stuckAfter: stuckAfter,
+		epoch: time.Now(), room: make(chan struct{}, 1)}
 }
 
-// Listen wraps ln so that it accepts only when there is room.
+// NoServerIdleTimeout is the http.Server.IdleTimeout to serve with: no
+// idle timeout of net/http's own, for HTTP/1.1 (it then sets no read
+// deadline between requests) nor HTTP/2 (a negative timeout arms no idle
+// timer), since the limiter closes idle connections. Go's HTTP/2 server
+// arms its idle timer again while it closes a connection that had streams
+// open, and the timer then keeps the whole connection's memory for the
+// idle timeout: a client that makes petstore close many such connections
+// (the limiter's own evictions among them) could make it hold hundreds of
+// MiB that way.
+const NoServerIdleTimeout = -1
+
+// now returns the time since the limiter's epoch, on the monotonic clock,
+// never 0: the form of every time a trackedConn keeps.
+func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) | 1 }
+
+// Listen wraps ln so that it accepts only when there is room. Until it is
+// closed, connections that wait on their clients are swept (see sweep).
 func (l *Limiter) Listen(ln net.Listener) net.Listener {
-	return &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{})}
+	limited := &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{})}
+	go l.sweep(limited.closed)
+	return limited
+}
+
+// tracked returns the connection the limiter accepted under c, which is it
+// or, over TLS, the TLS connection wrapped around it; nil for another.
+func tracked(c net.Conn) *trackedConn {
+	if tlsConn, ok := c.(*tls.Conn); ok {
+		c = tlsConn.NetConn()
+	}
+	tc, _ := c.(*trackedConn)
+	return tc
 }
 
 // ConnState is the http.Server.ConnState hook. The Active and Idle
@@ -164,17 +240,9 @@ func (l *Limiter) Listen(ln net.Listener) net.Listener {
 // taken by a new and a closed connection, pendingMu twice a request (its headers
 // begun, see headersBegun, and read, here).
 func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
-	tc, ok := c.(*trackedConn)
-	if !ok {
-		// Over TLS the server reports the TLS connection wrapped
-		// around the one the limiter accepted.
-		tlsConn, isTLS := c.(*tls.Conn)
-		if !isTLS {
-			return
-		}
-		if tc, ok = tlsConn.NetConn().(*trackedConn); !ok {
-			return
-		}
+	tc := tracked(c)
+	if tc == nil {
+		return
 	}
 	switch state {
 	case http.StateActive:
@@ -191,9 +259,11 @@ func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 		if l.waiting.Load() {
 			l.signal()
 		}
-	case http.StateClosed, http.StateHijacked:
+	case http.StateClosed:
 		l.remove(tc)
 		l.signal()
+	case http.StateHijacked:
+		// Still open, and counted, until Linger closes it.
 	}
 }
 
@@ -206,6 +276,7 @@ func (l *Limiter) signal() {
 
 func (l *Limiter) add(c net.Conn) *trackedConn {
 	tc := &trackedConn{Conn: c, limiter: l}
+	tc.requests.l = l
 	// A connection counts as idle from its accept until its first request
 	// arrives (StateActive): one that never sends a byte is as evictable as
 	// a keep-alive connection nobody uses, or silent clients could hold
@@ -218,28 +289,35 @@ func (l *Limiter) add(c net.Conn) *trackedConn {
 	return tc
 }
 
-// headersBegun counts tc as pending, once a request's first bytes are read, and
-// closes the oldest pending connection past maxPending: it has had longer
-// than the newcomer to finish its headers, and what it holds of them goes
-// with it. The server sees its read fail and reports it closed.
+// headersBegun counts tc as pending, once a request's first bytes are
+// read, and bounds the pending connections (see addPending).
 func (l *Limiter) headersBegun(tc *trackedConn) {
+	// The connection's own read holds it: it cannot go idle meanwhile.
+	l.addPending(tc, func() bool { return tc.idleSince.Load() != 0 })
+}
+
+// addPending counts tc as pending if ok still holds once pendingMu is
+// held, and closes, past maxPending, the pending connection that has
+// waited on its client the longest (see victim): what it holds goes with
+// it. The server sees its read fail and reports it closed.
+func (l *Limiter) addPending(tc *trackedConn, ok func() bool) {
 	l.pendingMu.Lock()
 	// closed is set before remove takes pendingMu: either it is seen here,
 	// or remove takes tc out of pending after this.
-	if tc.pending.Load() || tc.closed.Load() || tc.idleSince.Load() == 0 {
+	if tc.pending.Load() || tc.closed.Load() || !ok() {
 		l.pendingMu.Unlock()
 		return // counted already, or closed meanwhile
 	}
 	l.pending.push(tc)
-	var oldest *trackedConn
+	var out *trackedConn
 	if l.pending.len > l.maxPending {
-		oldest = l.pending.head
-		l.pending.remove(oldest)
+		out = l.pending.victim()
+		l.pending.remove(out)
 	}
 	l.pendingMu.Unlock()
-	if oldest != nil {
-		oldest.evicted.Store(true)
-		oldest.Close()
+	if out != nil {
+		out.evicted.Store(true)
+		out.Close()
 	}
 }
 
@@ -285,12 +363,7 @@ func (l *Limiter) waitForRoom(closed <-chan struct{}) error {
 		l.waiting.Store(true)
 		// A scan, only at the cap; it keeps the per-request transitions
 		// free of locks, which an ordered idle list would need.
-		var oldest *trackedConn
-		for _, c := range l.conns {
-			if since := c.idleSince.Load(); since != 0 && !c.evicted.Load() && (oldest == nil || since < oldest.idleSince.Load()) {
-				oldest = c
-			}
-		}
+		oldest := l.longestWaiting()
 		l.mu.Unlock()
 		if oldest != nil {
 			oldest.evicted.Store(true)

@@ -18,7 +18,7 @@ type limiterHarness struct {
 
 func newLimiterHarness(t *testing.T, max int) *limiterHarness {
 	t.Helper()
-	return harnessFor(t, New(max))
+	return harnessFor(t, New(max, 0))
 }
 
 // harnessFor is newLimiterHarness with the limiter given.
@@ -154,7 +154,7 @@ func TestLimiterWaitsWhenNoneIdle(t *testing.T) {
 // nothing, does not count and is never closed for a newcomer.
 func TestLimiterClosesOldestPending(t *testing.T) {
 	t.Parallel()
-	lim := New(100)
+	lim := New(100, 0)
 	lim.maxPending = 2
 	h := harnessFor(t, lim)
 	var clients []net.Conn

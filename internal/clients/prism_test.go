@@ -1,0 +1,60 @@
+package clients
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// prismVersion is the Prism CLI npx runs: a validating proxy, as a gateway
+// in front of petstore would be.
+const prismVersion = "@stoplight/prism-cli@5.16.0"
+
+// Through Prism as a validating proxy (Node's http client forwarding), the
+// answers petstore gives before reading a body reach the client as
+// petstore gave them, not as a 500 for a reset.
+func TestRefusedBodiesThroughPrism(t *testing.T) {
+	t.Parallel()
+	npx := need(t, "npx", "apt-get install npm")
+	svc := start(t)
+	spec := filepath.Join(t.TempDir(), "openapi.json")
+	resp, err := http.Get(svc.url + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := os.WriteFile(spec, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	proxy := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var log strings.Builder
+	cmd := exec.Command(npx, "--yes", prismVersion, "proxy", spec, svc.url, "--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // npx starts node: stop both
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	waitHTTP(t, proxy+"/healthz", 3*time.Minute) // the first run downloads Prism
+	cases := refusals(proxy)
+	for _, keepAlive := range []bool{true, false} {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
+		results := map[string]tally{}
+		for _, c := range cases {
+			results[c.Name] = goTally(client, c)
+		}
+		check(t, fmt.Sprintf("Go through Prism (keep-alive %v)", keepAlive), cases, results)
+	}
+	if t.Failed() {
+		t.Logf("Prism's log:\n%s", log.String())
+	}
+}

@@ -1,0 +1,183 @@
+package connlimit
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// eventually polls cond, bounded by 5 s, and reports whether it held.
+func eventually(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond) // polling the limiter, bounded
+	}
+	return true
+}
+
+// Past the bound on pending connections, the one that has waited on its
+// client the longest goes: first among those the server has never written
+// to, and never one the server is busy with (no read under way).
+func TestVictimIsTheLongestWaitingOnItsClient(t *testing.T) {
+	t.Parallel()
+	lim := New(100, 0)
+	lim.maxPending = 3
+	h := harnessFor(t, lim)
+	pend := func(read, answer bool) net.Conn {
+		client, server := h.dial(t)
+		h.lim.ConnState(server, http.StateNew)
+		io.WriteString(client, "GET / HTTP/1.1\r\nX") // headers begun
+		if _, err := server.Read(make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		if answer {
+			server.Write([]byte("x"))
+			client.Read(make([]byte, 1))
+		}
+		if read { // the server waits for the rest
+			go server.Read(make([]byte, 64))
+			if !eventually(func() bool { return tracked(server).reading.Load() != 0 }) {
+				t.Fatal("the read did not begin")
+			}
+		}
+		return client
+	}
+	answered := pend(true, true) // waits longest, but the server answered it
+	busy := pend(false, false)   // the server is busy with it
+	waiting := pend(true, false) // waits on its client, never answered
+	newcomer := pend(true, false)
+	if !waitClosed(waiting, 5*time.Second) {
+		t.Fatal("the unanswered connection waiting on its client was not the one closed")
+	}
+	for name, c := range map[string]net.Conn{"answered": answered, "busy": busy, "newcomer": newcomer} {
+		if waitClosed(c, 50*time.Millisecond) {
+			t.Errorf("the %s connection was closed", name)
+		}
+	}
+}
+
+// At the cap, a connection whose write has waited for stuckAfter on a
+// client that does not read is closed like an idle one; one the server is
+// busy with is not.
+func TestCapClosesStuckConnections(t *testing.T) {
+	t.Parallel()
+	lim := New(2, 0)
+	lim.stuckAfter = 100 * time.Millisecond
+	h := harnessFor(t, lim)
+	stuck, s1 := h.dial(t)
+	stuck.(*net.TCPConn).SetReadBuffer(2048)
+	busy, s2 := h.dial(t)
+	for _, s := range []net.Conn{s1, s2} {
+		h.lim.ConnState(s, http.StateNew)
+		h.lim.ConnState(s, http.StateActive)
+	}
+	go s1.Write(make([]byte, 64<<20)) // blocks: the client reads nothing
+	if !eventually(func() bool { return tracked(s1).writing.Load() != 0 }) {
+		t.Fatal("the write did not block")
+	}
+	time.Sleep(2 * lim.stuckAfter)
+	c3, err := net.DialTimeout("tcp", h.ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	select {
+	case s3 := <-h.accepted:
+		defer s3.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new connection was not accepted")
+	}
+	if tracked(s1).evicted.Load() != true {
+		t.Error("the stuck connection was not the one closed")
+	}
+	if waitClosed(busy, 50*time.Millisecond) {
+		t.Error("the busy connection was closed")
+	}
+}
+
+// A connection whose request's handler has waited on its client for
+// pendingAfter counts as pending: past the bound, the longest waiting
+// goes. One that moves on stops counting.
+func TestWaitingConnectionsCountAsPending(t *testing.T) {
+	t.Parallel()
+	lim := New(100, 0)
+	lim.maxPending, lim.pendingAfter = 1, 50*time.Millisecond
+	h := harnessFor(t, lim)
+	var clients []net.Conn
+	var reqs []*Requests
+	for range 2 {
+		client, server := h.dial(t)
+		h.lim.ConnState(server, http.StateNew)
+		h.lim.ConnState(server, http.StateActive)
+		r := RequestsOf(lim.ConnContext(context.Background(), server))
+		r.Start()
+		r.WaitBegin()
+		clients, reqs = append(clients, client), append(reqs, r)
+		time.Sleep(5 * time.Millisecond) // the first waits longer
+	}
+	if !waitClosed(clients[0], 5*time.Second) {
+		t.Fatal("the connection waiting longest was not closed past the bound")
+	}
+	if waitClosed(clients[1], 50*time.Millisecond) {
+		t.Fatal("the other waiting connection was closed within the bound")
+	}
+	reqs[1].WaitEnd()
+	if !eventually(func() bool { h.lim.pendingMu.Lock(); defer h.lim.pendingMu.Unlock(); return h.lim.pending.len == 0 }) {
+		t.Error("a connection that moved on still counts as pending")
+	}
+}
+
+// The limiter closes a connection idle for its idle timeout.
+func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
+	h := harnessFor(t, New(10, 100*time.Millisecond))
+	idle, s1 := h.dial(t)
+	active, s2 := h.dial(t)
+	h.lim.ConnState(s1, http.StateNew)
+	h.lim.ConnState(s2, http.StateNew)
+	h.lim.ConnState(s2, http.StateActive)
+	if !waitClosed(idle, 5*time.Second) {
+		t.Fatal("the idle connection was not closed")
+	}
+	if waitClosed(active, 300*time.Millisecond) {
+		t.Error("the active connection was closed")
+	}
+}
+
+// A lingering connection is drained of what its client sends, then closed
+// with a FIN, not a reset, and counted until then.
+func TestLinger(t *testing.T) {
+	t.Parallel()
+	h := harnessFor(t, New(10, 0))
+	client, server := h.dial(t)
+	h.lim.ConnState(server, http.StateNew)
+	server.Write([]byte("answer"))
+	h.lim.ConnState(server, http.StateHijacked)
+	Linger(server, bufio.NewReader(server))
+	if got := h.lim.Open(); got != 1 {
+		t.Errorf("open connections while lingering: %d, want 1", got)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := client.Write(make([]byte, 2<<20)) // the rest of a body
+		sent <- err
+	}()
+	if err := <-sent; err != nil {
+		t.Fatalf("the client's body after the answer: %v, want it drained", err)
+	}
+	got, err := io.ReadAll(client) // ends at petstore's FIN
+	if string(got) != "answer" || err != nil {
+		t.Errorf("the client read %q, %v; want the answer, then the end", got, err)
+	}
+	client.Close()
+	if !eventually(func() bool { return h.lim.Open() == 0 }) {
+		t.Error("the lingering connection still counts once closed")
+	}
+}
