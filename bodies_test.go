@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/bodybudget"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // body, a second waits until the first is done, and both are answered.
 func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	t.Parallel()
-	budget := newBodyBudget(2*bodyBlock, 10*time.Second)
+	budget := bodybudget.New(2*bodybudget.Block, maxBodyBytes, 10*time.Second)
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)
@@ -59,10 +60,10 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	}
 
 	first, firstRest := open("first", 70_000) // past one block: holds both
-	waitFor("the first body holds the budget", func() bool { return budget.free.Load() == 0 })
+	waitFor("the first body holds the budget", func() bool { return budget.Free() == 0 })
 	second, secondRest := open("second", 70_000)
 	io.WriteString(second, secondRest)
-	waitFor("the second body waits", func() bool { return budget.queue.waiting.Load() == 1 })
+	waitFor("the second body waits", func() bool { return budget.Waiting() == 1 })
 
 	io.WriteString(first, firstRest)
 	if got := status(first); got != http.StatusCreated {
@@ -71,16 +72,16 @@ func TestBodyBudgetMakesBodiesWait(t *testing.T) {
 	if got := status(second); got != http.StatusCreated {
 		t.Errorf("second: status %d, want 201", got)
 	}
-	waitFor("the budget is given back", func() bool { return budget.free.Load() == 2 })
+	waitFor("the budget is given back", func() bool { return budget.Free() == 2 })
 }
 
 // A body that finds no memory free within the budget's wait is not the
 // client's fault: 503 unavailable with Retry-After, and nothing was read.
 func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
 	t.Parallel()
-	budget := newBodyBudget(bodyBlock, 20*time.Millisecond)
-	var other bodyHold // another body's
-	if err := budget.take(context.Background(), &other, 1); err != nil {
+	budget := bodybudget.New(bodybudget.Block, maxBodyBytes, 20*time.Millisecond)
+	var other bodybudget.Hold // another body's, read and not given back yet
+	if _, err := budget.Read(context.Background(), &other, sha256.Sum256([]byte(testKey2)), strings.NewReader("{}"), 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
@@ -89,7 +90,7 @@ func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
 	if got := rec.Header().Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After: got %q, want 1", got)
 	}
-	budget.release(other)
+	budget.Release(&other)
 	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`}); rec.Code != http.StatusCreated {
 		t.Errorf("with the budget free again: got %d, want 201", rec.Code)
 	}
@@ -102,7 +103,7 @@ func TestBodyBudgetSpentIsUnavailable(t *testing.T) {
 // the other waits for it.
 func TestBodyBudgetHalfReadBodiesDoNotDeadlock(t *testing.T) {
 	t.Parallel()
-	budget := newBodyBudget(20*bodyBlock, 10*time.Second)
+	budget := bodybudget.New(20*bodybudget.Block, maxBodyBytes, 10*time.Second)
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)
@@ -133,9 +134,9 @@ func TestBodyBudgetHalfReadBodiesDoNotDeadlock(t *testing.T) {
 
 	a, aRest := open(testKey, "first")
 	// 300 KB in a buffer of 512 KiB: 8 blocks, not the 16 declared.
-	waitFor("the first body holds what has come", func() bool { return budget.free.Load() == 12 && budget.reserved.Load() })
+	waitFor("the first body holds what has come", func() bool { return budget.Free() == 12 && budget.Reserved() })
 	b, bRest := open(testKey2, "second")
-	waitFor("the second body waits", func() bool { return budget.queue.waiting.Load() == 1 })
+	waitFor("the second body waits", func() bool { return budget.Waiting() == 1 })
 	io.WriteString(b, bRest)
 	io.WriteString(a, aRest)
 	for name, conn := range map[string]net.Conn{"first": a, "second": b} {
@@ -148,7 +149,7 @@ func TestBodyBudgetHalfReadBodiesDoNotDeadlock(t *testing.T) {
 			t.Errorf("%s: status %d, want 201", name, resp.StatusCode)
 		}
 	}
-	waitFor("the budget is given back", func() bool { return budget.free.Load() == 20 && !budget.reserved.Load() })
+	waitFor("the budget is given back", func() bool { return budget.Free() == 20 && !budget.Reserved() })
 }
 
 // A key's bodies claim at most a quarter of the budget, by their largest
@@ -157,15 +158,14 @@ func TestBodyBudgetHalfReadBodiesDoNotDeadlock(t *testing.T) {
 // was taken for it.
 func TestBodyBudgetKeyShare(t *testing.T) {
 	t.Parallel()
-	budget := newBodyBudget(64*maxBodyBytes, 50*time.Millisecond)
+	budget := bodybudget.New(64*maxBodyBytes, maxBodyBytes, 50*time.Millisecond)
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
-	var holds []bodyHold
-	for range budget.perKey / 16 { // 1 MiB bodies of testKey, in progress
-		var h bodyHold
-		if err := budget.claim(context.Background(), &h, sha256.Sum256([]byte(testKey)), 16); err != nil {
+	holds := make([]bodybudget.Hold, budget.PerKey()/16)
+	for i := range holds { // 1 MiB bodies of testKey, read and not given back yet
+		body := strings.NewReader(strings.Repeat(" ", maxBodyBytes))
+		if _, err := budget.Read(context.Background(), &holds[i], sha256.Sum256([]byte(testKey)), body, maxBodyBytes, nil); err != nil {
 			t.Fatal(err)
 		}
-		holds = append(holds, h)
 	}
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`})
 	e := mustError(t, rec, http.StatusServiceUnavailable, codeUnavailable)
@@ -177,11 +177,14 @@ func TestBodyBudgetKeyShare(t *testing.T) {
 	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`, header: other}); rec.Code != http.StatusCreated {
 		t.Errorf("another key's create: got %d, want 201", rec.Code)
 	}
-	budget.release(holds[0])
+	budget.Release(&holds[0])
 	if rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"dog"}`}); rec.Code != http.StatusCreated {
 		t.Errorf("with the key's share free again: got %d, want 201", rec.Code)
 	}
-	if got, want := budget.free.Load(), int64(64*maxBodyBytes/bodyBlock); got != want {
+	for i := range holds[1:] {
+		budget.Release(&holds[1+i])
+	}
+	if got, want := budget.Free(), int64(64*maxBodyBytes/bodybudget.Block); got != want {
 		t.Errorf("free blocks: got %d, want %d", got, want)
 	}
 }

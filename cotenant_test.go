@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/bodybudget"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,8 +24,8 @@ func TestSlowBodiesOfOneKeyDoNotHoldOthersBack(t *testing.T) {
 		slow  = 64
 		bound = 500 * time.Millisecond // generous: unhindered, a create takes a millisecond or two
 	)
-	budget := newBodyBudget(64*maxBodyBytes, 10*time.Second)
-	total := budget.free.Load()
+	budget := bodybudget.New(64*maxBodyBytes, maxBodyBytes, 10*time.Second)
+	total := budget.Free()
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
 	var entered atomic.Int64 // slow creates that reached the handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +77,7 @@ func TestSlowBodiesOfOneKeyDoNotHoldOthersBack(t *testing.T) {
 	checkOtherKeyCreates(t, srv.URL, bound)
 	// A byte or a few of each has come: a block each at most, for the
 	// bodies its key's share let in.
-	if held := total - budget.free.Load(); held > slow {
+	if held := total - budget.Free(); held > slow {
 		t.Errorf("the slow bodies hold %d of %d blocks, want at most one each", held, total)
 	}
 }
@@ -92,8 +93,8 @@ func TestStalledBodiesOfOneKeyHoldAQuarter(t *testing.T) {
 		stalled = 64
 		bound   = 500 * time.Millisecond // generous: unhindered, a create takes a millisecond or two
 	)
-	budget := newBodyBudget(64*maxBodyBytes, 10*time.Second)
-	total := budget.free.Load()
+	budget := bodybudget.New(64*maxBodyBytes, maxBodyBytes, 10*time.Second)
+	total := budget.Free()
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = budget })
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)
@@ -115,15 +116,15 @@ func TestStalledBodiesOfOneKeyHoldAQuarter(t *testing.T) {
 	}
 	perKey := total / 4
 	deadline := time.Now().Add(10 * time.Second)
-	for total-budget.free.Load() < perKey { // bounded polling of the server's progress
+	for total-budget.Free() < perKey { // bounded polling of the server's progress
 		if time.Now().After(deadline) {
-			t.Fatalf("the stalled bodies hold %d of %d blocks after 10s, want at least %d", total-budget.free.Load(), total, perKey)
+			t.Fatalf("the stalled bodies hold %d of %d blocks after 10s, want at least %d", total-budget.Free(), total, perKey)
 		}
 		time.Sleep(time.Millisecond)
 	}
 
 	checkOtherKeyCreates(t, srv.URL, bound)
-	if held := total - budget.free.Load(); held > perKey {
+	if held := total - budget.Free(); held > perKey {
 		t.Errorf("the stalled bodies of one key hold %d of %d blocks, want at most a quarter, %d", held, total, perKey)
 	}
 }
@@ -157,4 +158,48 @@ func checkOtherKeyCreates(t *testing.T, base string, bound time.Duration) {
 	if worst > bound {
 		t.Errorf("the other key's slowest create took %v, want at most %v", worst, bound)
 	}
+}
+
+// However many keys stall bodies, another key's creates start at once
+// (docs/security.md, "Bodies"): four keys each send all but the last byte of
+// as many 1 MiB bodies as their quarter of the budget lets in, which takes
+// the whole budget, and stall; a fifth key's creates are then answered
+// within 50 ms each, the bodies stalled longest ended (408) to make room.
+func TestStalledBodiesOfFourKeysDoNotHoldAFifth(t *testing.T) {
+	t.Parallel()
+	keys := []string{"stall-key-one-0123456789", "stall-key-two-0123456789", "stall-key-three-012345678", "stall-key-four-0123456789"}
+	budget := bodybudget.New(64*maxBodyBytes, maxBodyBytes, 10*time.Second)
+	total := budget.Free()
+	env := newTestEnv(t, func(d *deps, _ *[]route) {
+		d.bodies = budget
+		d.keys = newKeyring(allScopes(append(keys, testKey2)...))
+	})
+	srv := httptest.NewServer(env.handler)
+	t.Cleanup(srv.Close)
+	perKey := int(budget.PerKey() / int64(maxBodyBytes/bodybudget.Block))
+	for _, key := range keys {
+		for i := range perKey {
+			c, err := net.DialTimeout("tcp", srv.Listener.Addr().String(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			body := `{"name":"stalled` + strconv.Itoa(i) + `"`
+			body += strings.Repeat(" ", maxBodyBytes-1-len(body))
+			go func() { // blocks once the server stops reading; ends with c
+				c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+				io.WriteString(c, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+key+
+					"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(maxBodyBytes)+"\r\n\r\n"+body)
+			}()
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for budget.Free() > total/8 { // bounded polling: the stalled bodies take the budget
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled bodies hold %d of %d blocks after 10s, want nearly all", total-budget.Free(), total)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(bodybudget.StallAfter + 100*time.Millisecond) // now they have stalled
+	checkOtherKeyCreates(t, srv.URL, 50*time.Millisecond)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"petstore/internal/bodybudget"
 	"petstore/internal/catalog"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func etagMatches(ifNoneMatch, etag string) bool {
 // handleCategoryCreate handles "POST /v1/categories".
 // With an Idempotency-Key, a retry of a create that answered 201 gets the
 // same answer again, marked Idempotent-Replayed (see Store.Create).
-func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
+func handleCategoryCreate(store Store, bodies *bodybudget.Budget) http.Handler {
 	replayed := []string{"true"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := parseIdempotencyKey(r.Header)
@@ -77,14 +78,15 @@ func handleCategoryCreate(store Store, bodies *bodyBudget) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		members, held, err := decodeJSONObject(w, r, bodies)
+		var held bodybudget.Hold
+		members, err := decodeJSONObject(w, r, bodies, &held)
 		if err != nil {
-			bodies.release(held)
+			bodies.Release(&held)
 			writeError(w, r, err)
 			return
 		}
 		nc, err := parseNewCategory(members) // copies what it keeps
-		bodies.release(held)
+		bodies.Release(&held)
 		if err != nil {
 			writeError(w, r, err)
 			return

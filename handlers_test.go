@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"petstore/internal/bodybudget"
 	"slices"
 	"strconv"
 	"strings"
@@ -1128,7 +1129,7 @@ func TestDeclaredBodyLength(t *testing.T) {
 	mustError(t, env.serveRequest(t, short), http.StatusBadRequest, codeInvalidJSON)
 
 	desc := strings.Repeat("d", 1000)
-	padding := strings.Repeat(" ", bodyBlock) // a body over one block, valid JSON
+	padding := strings.Repeat(" ", bodybudget.Block) // a body over one block, valid JSON
 	body := `{"name":"cat",` + padding + `"description":"` + desc + `"}`
 	long := httptest.NewRequest("POST", "/v1/categories", strings.NewReader(body))
 	long.Header.Set("Authorization", "Bearer "+testKey)

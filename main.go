@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"petstore/internal/bodybudget"
 	"runtime"
 	"syscall"
 	"time"
@@ -191,7 +192,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		access:  sink,
 		now:     time.Now,
 		pets:    cfg.pets,
-		bodies:  newBodyBudget(lim.bodyBudget, lim.readTimeout),
+		bodies:  bodybudget.New(lim.bodyBudget, maxBodyBytes, lim.readTimeout),
 		commits: commits,
 		limiter: startRateLimiter(serving, cfg.rateLimit),
 		cors:    cfg.cors,

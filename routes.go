@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"petstore/internal/bodybudget"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,8 +42,8 @@ type deps struct {
 	log    *slog.Logger // start, warnings, errors: written at once
 	access io.Writer    // one line per request, below status 500; safe for concurrent use
 	now    func() time.Time
-	pets   deprecation // of GET /v1/pets/{petId}
-	bodies *bodyBudget // bounds the memory of request bodies; nil: no bound
+	pets   deprecation        // of GET /v1/pets/{petId}
+	bodies *bodybudget.Budget // bounds the memory of request bodies; nil: no bound
 
 	commits *commitMetrics // the store reports its commits here; nil: none
 	limiter *limiter       // a request budget per key; nil: no limit

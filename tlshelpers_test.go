@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"petstore/internal/bodybudget"
 	"testing"
 	"time"
 
@@ -161,7 +162,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = newBodyBudget(lim.bodyBudget, lim.readTimeout) })
+	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = bodybudget.New(lim.bodyBudget, maxBodyBytes, lim.readTimeout) })
 	logs := &lockedBuffer{}
 	log := newJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
