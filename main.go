@@ -385,13 +385,14 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 		return err
 	case <-ctx.Done():
 	}
-	if err := drain(ctx, stop, serveErr, log); err != nil {
+	if err := drain(ctx, srv, stop, serveErr, log); err != nil {
 		return err
 	}
 	grace := stop.grace
 	log.Info("shutting down", "grace", grace.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	finishInFlight(shutdownCtx, conns)
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		// The grace is over: what is left is a client too slow to finish
 		// (a body sent byte by byte, say). Closing its connection ends its
@@ -409,10 +410,34 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 	return nil
 }
 
+// finishInFlight stops accepting connections and waits, until ctx is
+// done, for the requests under way on those accepted to be answered. The
+// server's Shutdown comes after: it drops a request it reads once it has
+// begun, so a client whose connection was accepted just before would have
+// it closed under its request.
+func finishInFlight(ctx context.Context, conns *connlimit.Limiter) {
+	conns.StopAccepting()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for conns.InFlight() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // drain marks petstore not ready and serves on for stop.delay, unless a
 // second SIGINT or SIGTERM ends the delay first (when a signal stopped
-// serve: see stopSignal), or the server fails, which it returns.
-func drain(ctx context.Context, stop stopping, serveErr <-chan error, log *slog.Logger) error {
+// serve: see stopSignal), or the server fails, which it returns. Meanwhile
+// keep-alive clients are sent on, so that none is left with a connection
+// the stop closes under a request (docs/operations.md, "Readiness and
+// draining"): HTTP/1.1 answers carry Connection: close at once (see
+// closeWhileDraining), and once the busy connections have had time to end
+// that way, HTTP/2 connections get GOAWAY when their streams are done and
+// the connections still idle are closed.
+func drain(ctx context.Context, srv *http.Server, stop stopping, serveErr <-chan error, log *slog.Logger) error {
 	stop.ready.draining.Store(true)
 	if stop.delay <= 0 {
 		return nil
@@ -424,14 +449,21 @@ func drain(ctx context.Context, stop stopping, serveErr <-chan error, log *slog.
 	log.Info("draining: not ready, serving on", "delay", stop.delay.String())
 	delay := time.NewTimer(stop.delay)
 	defer delay.Stop()
-	select {
-	case <-delay.C:
-	case sig := <-again:
-		log.Info("a second stop signal ends the delay", "signal", sig.String())
-	case err := <-serveErr:
-		return err
+	goAway := time.NewTimer(min(stop.delay/2, time.Second))
+	defer goAway.Stop()
+	for {
+		select {
+		case <-goAway.C:
+			srv.SetKeepAlivesEnabled(false)
+			continue
+		case <-delay.C:
+		case sig := <-again:
+			log.Info("a second stop signal ends the delay", "signal", sig.String())
+		case err := <-serveErr:
+			return err
+		}
+		return nil
 	}
-	return nil
 }
 
 // writeOpenAPI writes the OpenAPI document that the service would serve with

@@ -39,3 +39,20 @@ func handleReady(store Store, ready *readiness) http.Handler {
 		writeJSON(w, http.StatusOK, ok)
 	})
 }
+
+// closeWhileDraining answers HTTP/1.x requests with Connection: close once
+// petstore has begun to stop, so that a keep-alive client opens its next
+// connection to another instance before the stop, rather than meet an idle
+// connection closed under its next request (docs/operations.md, "Readiness
+// and draining"). HTTP/2 connections are sent on with GOAWAY (see drain).
+func closeWhileDraining(ready *readiness, next http.Handler) http.Handler {
+	if ready == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 && ready.draining.Load() {
+			w.Header()["Connection"] = connectionClose
+		}
+		next.ServeHTTP(w, r)
+	})
+}

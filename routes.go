@@ -177,7 +177,7 @@ func newHandler(table []route, d deps) http.Handler {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apiErrorf(codeNotFound, "no such path: %s", textcut.Truncate(r.URL.Path, 200)))
 	}))
-	h := closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux)))
+	h := closeWhileDraining(d.ready, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 	if d.cors != nil {
 		h = corsHeaders(d.cors, h)
 	}

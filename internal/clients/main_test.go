@@ -89,9 +89,10 @@ var (
 
 // service is a petstore process a test started.
 type service struct {
-	url  string // http://127.0.0.1:PORT, or https://…
-	addr string // 127.0.0.1:PORT
-	pid  int
+	url    string // http://127.0.0.1:PORT, or https://…
+	addr   string // 127.0.0.1:PORT
+	pid    int
+	exited chan struct{} // closed once the process has exited
 }
 
 // start runs petstore on a free port of 127.0.0.1, with the two keys and
@@ -119,7 +120,9 @@ func startWith(t testing.TB, env map[string]string) *service {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 	addr := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(stderr)
@@ -133,7 +136,7 @@ func startWith(t testing.TB, env map[string]string) *service {
 	}()
 	select {
 	case a := <-addr:
-		return &service{url: scheme + a, addr: a, pid: cmd.Process.Pid}
+		return &service{url: scheme + a, addr: a, pid: cmd.Process.Pid, exited: exited}
 	case <-time.After(15 * time.Second):
 		t.Fatal("petstore did not say it was listening within 15 s")
 	}

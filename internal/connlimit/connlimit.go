@@ -63,6 +63,8 @@ type Limiter struct {
 
 	waiting atomic.Bool   // Accept is waiting for room
 	room    chan struct{} // one token: a connection closed or went idle
+
+	listener atomic.Pointer[limitedListener] // the last Listen made
 }
 
 // trackedConn is a connection the limiter accepted. Times are since the
@@ -220,7 +222,8 @@ func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) | 1 }
 // Listen wraps ln so that it accepts only when there is room. Until it is
 // closed, connections that wait on their clients are swept (see sweep).
 func (l *Limiter) Listen(ln net.Listener) net.Listener {
-	limited := &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{})}
+	limited := &limitedListener{Listener: ln, limiter: l, closed: make(chan struct{}), stopped: make(chan struct{})}
+	l.listener.Store(limited)
 	go l.sweep(limited.closed)
 	return limited
 }
@@ -385,6 +388,8 @@ type limitedListener struct {
 	limiter   *Limiter
 	closed    chan struct{}
 	closeOnce sync.Once
+	stopped   chan struct{} // closed by StopAccepting
+	stopOnce  sync.Once
 }
 
 // Accept takes the next client from the backlog, then makes room for it
@@ -394,6 +399,12 @@ type limitedListener struct {
 func (ln *limitedListener) Accept() (net.Conn, error) {
 	c, err := ln.Listener.Accept()
 	if err != nil {
+		select {
+		case <-ln.stopped: // not the server's error: wait for Close
+			<-ln.closed
+			return nil, net.ErrClosed
+		default:
+		}
 		return nil, err
 	}
 	if err := ln.limiter.waitForRoom(ln.closed); err != nil {
@@ -406,6 +417,33 @@ func (ln *limitedListener) Accept() (net.Conn, error) {
 func (ln *limitedListener) Close() error {
 	ln.closeOnce.Do(func() { close(ln.closed) })
 	return ln.Listener.Close()
+}
+
+// StopAccepting closes the listening socket of the listener that l's
+// Listen made, so that new clients are refused, while its Accept waits for
+// the listener's Close, as the server expects of a listener it has not
+// closed itself. The server then serves on what it has accepted: see
+// InFlight.
+func (l *Limiter) StopAccepting() {
+	if ln := l.listener.Load(); ln != nil {
+		ln.stopOnce.Do(func() { close(ln.stopped) })
+		ln.Listener.Close()
+	}
+}
+
+// InFlight returns how many open connections have a request under way: in
+// it, or begun (its headers or TLS handshake). Idle ones, and new ones that
+// have sent nothing, have none.
+func (l *Limiter) InFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.conns {
+		if c.idleSince.Load() == 0 || c.pending.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // fileReserve is how many file descriptors the connection cap leaves for
