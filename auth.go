@@ -124,8 +124,9 @@ var (
 )
 
 var (
-	errKeyMissing     = apiErrorf(codeUnauthorized, "missing API key: send it in the Authorization header with the Bearer scheme")
-	errKeyNotAccepted = apiErrorf(codeUnauthorized, "API key not accepted")
+	errTwoAuthorizations = apiErrorf(codeInvalidParameter, "the request has more than one Authorization header; send exactly one")
+	errKeyMissing        = apiErrorf(codeUnauthorized, "missing API key: send it in the Authorization header with the Bearer scheme")
+	errKeyNotAccepted    = apiErrorf(codeUnauthorized, "API key not accepted")
 )
 
 // scopeRefusal is the 403 of a route whose key lacks the scope it needs:
@@ -161,6 +162,12 @@ func bearerToken(header string) string {
 func requireKey(keys *keyring, limits *limiter, need scopes, next http.Handler) http.Handler {
 	refusal := newScopeRefusal(need)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header["Authorization"]) > 1 {
+			// Not a list (RFC 9110 section 5.3): which one counts would be
+			// a guess, and a proxy may have added the one not meant.
+			writeError(w, r, errTwoAuthorizations)
+			return
+		}
 		header := headerValue(r.Header, "Authorization")
 		if header == "" {
 			refuseKey(w, r, challengeMissing, errKeyMissing)

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"petstore/internal/catalog"
+	"petstore/internal/filewatch"
 	"strconv"
 	"strings"
 	"time"
@@ -23,11 +23,11 @@ import (
 // docs/operations.md, "Starting").
 type config struct {
 	addr         string
-	keys         []apiKey    // never logged: every key accepted at start
-	envKeys      []apiKey    // the keys of PETSTORE_API_KEYS, which stay for the life of the process
-	keyFile      string      // PETSTORE_API_KEYS_FILE, read again to rotate keys
-	keyFileSeen  fileVersion // of the key file, as it was before loadConfig read it
-	generatedKey bool        // keys holds one key made up at start
+	keys         []apiKey          // never logged: every key accepted at start
+	envKeys      []apiKey          // the keys of PETSTORE_API_KEYS, which stay for the life of the process
+	keyFile      string            // PETSTORE_API_KEYS_FILE, read again to rotate keys
+	keyFileSeen  filewatch.Version // of the key file, as it was before loadConfig read it
+	generatedKey bool              // keys holds one key made up at start
 	dataPath     string
 	etcd         store.EtcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
@@ -123,7 +123,7 @@ func loadKeys(getenv func(string) string, cfg *config) error {
 	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
 		// Its version is taken before it is read: a change in between is
 		// then seen by the first poll (see keyRotation), never missed.
-		cfg.keyFileSeen, _ = versionOf(path)
+		cfg.keyFileSeen, _ = filewatch.VersionOf(path)
 		keys, err := readKeyFile(path)
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func isBearerToken(s string) bool {
 
 // readKeyFile reads one key per line; blank lines and # comments are skipped.
 func readKeyFile(path string) ([]apiKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := filewatch.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
 	}
@@ -408,7 +408,7 @@ func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, 
 	case hasPassword && !hasUser:
 		return cfg, errors.New("PETSTORE_ETCD_PASSWORD_FILE is set but PETSTORE_ETCD_USER is not")
 	case hasUser:
-		pw, err := os.ReadFile(passwordFile)
+		pw, err := filewatch.ReadFile(passwordFile)
 		if err != nil {
 			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %w", err)
 		}

@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"log/slog"
 	"os"
+	"petstore/internal/filewatch"
 	"slices"
-	"syscall"
 	"time"
 )
 
-// keyFilePoll is how often the key file's modification is looked for. A
-// change is loaded by the poll after the one that found it (see poll), so
-// it is in force within about twice this. The TLS pair is watched alike.
-const keyFilePoll = 2 * time.Second
+// How files are watched for changes (internal/filewatch): looked at every
+// keyFilePoll, and a change loaded once it has stayed unchanged for
+// fileSettle and one poll, so a finished change is in force within about
+// three polls (docs/operations.md, "Key rotation"). The TLS pair is
+// watched alike.
+const (
+	keyFilePoll = 2 * time.Second
+	fileSettle  = 2 * time.Second
+)
 
 // keyRotation reloads the key file (PETSTORE_API_KEYS_FILE) into a keyring:
 // on SIGHUP and when the file has changed and then stayed unchanged for
@@ -26,44 +30,25 @@ type keyRotation struct {
 	envKeys []apiKey
 	path    string
 	log     *slog.Logger
-	watch   *fileWatch
-}
-
-// fileVersion tells one content of a file from the next without reading
-// it: editors and `mv` replace the file (a new inode), others rewrite it.
-type fileVersion struct {
-	modTime int64 // nanoseconds since the epoch
-	size    int64
-	inode   uint64
-}
-
-func versionOf(path string) (fileVersion, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fileVersion{}, err
-	}
-	v := fileVersion{modTime: info.ModTime().UnixNano(), size: info.Size()}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		v.inode = st.Ino
-	}
-	return v, nil
+	watch   *filewatch.Watch
 }
 
 // newKeyRotation reloads path into ring, whose keys were read from the
-// file when it was at version seen.
-func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen fileVersion, log *slog.Logger) *keyRotation {
-	return &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log, watch: newFileWatch([]string{path}, []fileVersion{seen})}
+// file when it was at version seen; a change is loaded once it has stayed
+// unchanged for settle and a poll.
+func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen filewatch.Version, settle time.Duration, log *slog.Logger) *keyRotation {
+	return &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log, watch: filewatch.New([]string{path}, []filewatch.Version{seen}, settle)}
 }
 
 // reload reads the file at once (SIGHUP) and puts its keys in force.
 func (kr *keyRotation) reload(why string) {
-	data, err := kr.watch.read()
+	data, err := kr.watch.Read()
 	kr.load(why, data, err)
 }
 
-// poll loads the file once a change has stayed put (see fileWatch.poll).
+// poll loads the file once a change has stayed put (see filewatch).
 func (kr *keyRotation) poll() {
-	if data, due, err := kr.watch.poll(); due {
+	if data, due, err := kr.watch.Poll(time.Now()); due {
 		kr.load("file changed", data, err)
 	}
 }
@@ -102,110 +87,11 @@ func scopeCounts(keys []apiKey) slog.Attr {
 	return slog.Group("key_scopes", attrs...)
 }
 
-// fileWatch tells when a set of files has changed and then stayed
-// unchanged for a whole poll interval, the rule that keeps a file being
-// written in place from being loaded half-way (docs/security.md,
-// "Hardening II"). The key file is one set; the TLS certificate and its
-// key are another, read and loaded together. It is used by one goroutine.
-type fileWatch struct {
-	paths []string
-	seen  []fileVersion // of the files as last loaded; nil when they could not be read
-	// changed is the files as the last poll found them, when that was not
-	// seen: a change not yet loaded.
-	changed *watchState
-}
-
-// watchState is the files as one poll found them.
-type watchState struct {
-	versions []fileVersion // nil when they could not be read
-	digest   [sha256.Size]byte
-}
-
-// newFileWatch watches paths, whose contents in force were read when they
-// were at versions seen.
-func newFileWatch(paths []string, seen []fileVersion) *fileWatch {
-	return &fileWatch{paths: paths, seen: seen}
-}
-
-// look returns the versions of the files, without reading them.
-func (w *fileWatch) look() ([]fileVersion, error) {
-	versions := make([]fileVersion, len(w.paths))
-	for i, p := range w.paths {
-		v, err := versionOf(p)
-		if err != nil {
-			return nil, err
-		}
-		versions[i] = v
-	}
-	return versions, nil
-}
-
-// contents returns the versions of the files, then their contents: a
-// change in between is seen by the next poll, never missed.
-func (w *fileWatch) contents() ([]fileVersion, [][]byte, error) {
-	versions, err := w.look()
-	if err != nil {
-		return nil, nil, err
-	}
-	data := make([][]byte, len(w.paths))
-	for i, p := range w.paths {
-		if data[i], err = os.ReadFile(p); err != nil {
-			return nil, nil, err
-		}
-	}
-	return versions, data, nil
-}
-
-// read reads the files at once (SIGHUP), and takes what it read as seen:
-// a bad version is not tried again by poll until it changes.
-func (w *fileWatch) read() ([][]byte, error) {
-	w.changed = nil
-	versions, data, err := w.contents()
-	w.seen = versions
-	return data, err
-}
-
-// poll reports a change due to be loaded once it has stayed put for a
-// whole poll: the first poll that finds the files changed only notes
-// their versions and content, and the next one, a poll interval later,
-// returns them (due) if it finds both the same. So a file being written
-// in place is never loaded half-way, and a finished change is due within
-// about two poll intervals. A file rewritten with the same size and
-// modification time is not seen (SIGHUP loads it).
-func (w *fileWatch) poll() (data [][]byte, due bool, err error) {
-	versions, err := w.look()
-	if err == nil && slices.Equal(versions, w.seen) || err != nil && w.seen == nil {
-		w.changed = nil // as loaded, or unreadable as it was
-		return nil, false, nil
-	}
-	if err == nil {
-		versions, data, err = w.contents()
-	}
-	now := watchState{versions: versions}
-	if err == nil {
-		h := sha256.New()
-		for _, d := range data {
-			h.Write(d)
-			h.Write([]byte{0}) // "ab"+"c" is not "a"+"bc"
-		}
-		h.Sum(now.digest[:0])
-	} else {
-		now = watchState{}
-	}
-	if w.changed == nil || !slices.Equal(w.changed.versions, now.versions) || w.changed.digest != now.digest {
-		w.changed = &now
-		return nil, false, nil
-	}
-	w.changed = nil
-	w.seen = versions
-	return data, true, err
-}
-
 // reloadable is something loaded from files that SIGHUP, and a change of
 // its files, put in force again: the key file, the TLS pair.
 type reloadable interface {
 	reload(why string) // now
-	poll()             // once a change has stayed put (see fileWatch)
+	poll()             // once a change has stayed put (see filewatch)
 }
 
 // watchReloads reloads every one of items on every signal on hup and,

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"petstore/internal/filewatch"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -126,14 +129,15 @@ func containsAll(v any, parts ...string) bool {
 	return true
 }
 
-// A key file rewritten in place, in two parts with a pause shorter than the
-// poll interval between them, is never loaded half-way: the first part, a
+// A key file rewritten in place, in two parts with a pause of one and a half
+// poll intervals between them, is never loaded half-way: the first part, a
 // valid key on its own (a prefix of the new key), is never accepted, and
 // the finished file is in force soon after. Through the real mux, with the
-// rotation polling every 200 ms so that several rewrites fit in a few
-// seconds, each timed so that a poll falls in its pause (half the
-// interval): loading a change at the first poll that sees it would load
-// the half key. Then a file
+// rotation polling every 200 ms and settling for as long (as it polls
+// every 2 s and settles for 2 s in production) so that several rewrites
+// fit in a few seconds, each timed so that two polls fall in its pause:
+// loading a change at the first poll that sees it, or at the second, which
+// finds it unchanged, would load the half key. Then a file
 // with a key shorter than 16 characters is refused and the keys in force
 // stay.
 func TestKeyFileWrittenInPlace(t *testing.T) {
@@ -144,13 +148,13 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	seen, err := versionOf(file)
+	seen, err := filewatch.VersionOf(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ring := newKeyring(allScopes(key))
 	logs := &lockedBuffer{}
-	rotation := newKeyRotation(ring, nil, file, seen, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := newKeyRotation(ring, nil, file, seen, poll, slog.New(slog.NewJSONHandler(logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); watchReloads(ctx, nil, poll, rotation.log, rotation) }()
@@ -190,15 +194,15 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 			}
 		}()
 		// The last load was a poll, at most a few ms ago: the write starts
-		// three quarters of a poll after it, so that the next poll falls in
-		// the middle of the pause.
+		// three quarters of a poll after it, so that the next two polls
+		// fall in the pause.
 		time.Sleep(poll * 3 / 4)
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.WriteString(half)
-		time.Sleep(poll / 2) // a slow writer's pause: the scenario, not a synchronisation
+		time.Sleep(poll * 3 / 2) // a slow writer's pause: the scenario, not a synchronisation
 		f.WriteString(next[minKeyLength:] + "\n")
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
@@ -237,4 +241,45 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 		t.Errorf("after a file with a short key: want the keys in force kept, the file's not loaded")
 	}
 	checkNoSecrets(t, logs.Lines(), key, valid, short)
+}
+
+// Key and TLS files are read whole only up to 1 MiB: a larger one stops
+// the start, naming the variable, and a reload refuses it, keeping what is
+// in force.
+func TestConfigFilesBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge")
+	if err := os.WriteFile(huge, bytes.Repeat([]byte("k"), filewatch.MaxBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"PETSTORE_API_KEYS_FILE", "PETSTORE_TLS_CERT_FILE", "PETSTORE_TLS_KEY_FILE"} {
+		env := map[string]string{name: huge}
+		if strings.HasPrefix(name, "PETSTORE_TLS") {
+			ca := newTestCA(t)
+			vars := tlsEnv(t, ca, t.TempDir(), 1)
+			maps.Copy(vars, env)
+			env = vars
+		}
+		_, err := loadConfig(mapEnv(env))
+		if err == nil || !strings.HasPrefix(err.Error(), name+": ") || !strings.Contains(err.Error(), "more than 1048576 bytes") {
+			t.Errorf("%s of %d bytes: %v, want the start refused, naming the variable and the bound", name, filewatch.MaxBytes+1, err)
+		}
+	}
+
+	file := filepath.Join(dir, "keys")
+	const key = "bounded-key-Qw8Ee2Rt"
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ring := newKeyring(allScopes(key))
+	logs := &lockedBuffer{}
+	rotation := newKeyRotation(ring, nil, file, filewatch.Version{}, 0, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err := os.Rename(huge, file); err != nil {
+		t.Fatal(err)
+	}
+	rotation.reload("SIGHUP")
+	if _, granted := ring.match(key); granted == 0 || !strings.Contains(logs.String(), "more than 1048576 bytes") {
+		t.Errorf("a reload of a file over 1 MiB: key in force %v; log %s", granted != 0, logs)
+	}
 }

@@ -215,12 +215,12 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *keyring, srv *http.Server, log *slog.Logger) {
 	var reloads []reloadable
 	if cfg.tls != nil {
-		pair := newTLSPair(cfg.tls, log)
+		pair := newTLSPair(cfg.tls, fileSettle, log)
 		srv.TLSConfig = pair.serverConfig()
 		reloads = append(reloads, pair)
 	}
 	if cfg.keyFile != "" {
-		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, log))
+		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, fileSettle, log))
 	}
 	go watchReloads(serving, hup, keyFilePoll, log, reloads...)
 }

@@ -279,7 +279,7 @@ func TestKeyScopesReload(t *testing.T) {
 	}
 	ring := newKeyring(cfg.keys)
 	logs := &lockedBuffer{}
-	rotation := newKeyRotation(ring, cfg.envKeys, file, cfg.keyFileSeen, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := newKeyRotation(ring, cfg.envKeys, file, cfg.keyFileSeen, fileSettle, slog.New(slog.NewJSONHandler(logs, nil)))
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.keys = ring })
 	create := func(key, name string) int {
 		return env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"` + name + `"}`, header: bearer(key)}).Code
@@ -411,5 +411,33 @@ func TestOpenAPIScopes(t *testing.T) {
 	}
 	if desc := at(ops31["POST /v1/categories"], "responses", "403", "description").(string); !strings.Contains(desc, "`quota_exceeded`") {
 		t.Errorf("POST /v1/categories: the 403 lost quota_exceeded: %s", desc)
+	}
+}
+
+// A request with two Authorization fields is 400 invalid_parameter on
+// every route that needs a key, before any key is tried (RFC 9110 section
+// 5.3: the field is not a list), whatever the two hold; a public route
+// does not read the field.
+func TestTwoAuthorizationHeaders(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	for _, rt := range routes(deps{store: env.store}, nil, nil, nil) {
+		path := strings.NewReplacer("{id}", "1", "{petId}", "1").Replace(rt.path)
+		for _, pair := range [][2]string{{"Bearer " + testKey, "Bearer " + testKey}, {"Bearer " + testKey, "Bearer wrong-key-of-16-chars"}} {
+			r := httptest.NewRequest(rt.method, path, nil)
+			r.Header["Authorization"] = pair[:]
+			rec := httptest.NewRecorder()
+			env.handler.ServeHTTP(rec, r)
+			if rt.public {
+				if rec.Code == http.StatusBadRequest {
+					t.Errorf("%s %s, public: 400 for two Authorization fields", rt.method, rt.path)
+				}
+				continue
+			}
+			e := mustError(t, rec, http.StatusBadRequest, codeInvalidParameter)
+			if !strings.Contains(e.Message, "Authorization") || rec.Header().Get("WWW-Authenticate") != "" {
+				t.Errorf("%s %s: %q, WWW-Authenticate %q; want a message naming Authorization and no challenge", rt.method, rt.path, e.Message, rec.Header().Get("WWW-Authenticate"))
+			}
+		}
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"petstore/internal/filewatch"
 	"sync/atomic"
+	"time"
 )
 
 // TLS (docs/operations.md, "TLS"): with PETSTORE_TLS_CERT_FILE and
@@ -22,7 +24,7 @@ import (
 // at start.
 type tlsFiles struct {
 	certFile, keyFile string
-	seen              []fileVersion // of both files, as they were read
+	seen              []filewatch.Version // of both files, as they were read
 	cert              *tls.Certificate
 }
 
@@ -44,8 +46,8 @@ func loadTLSFiles(getenv func(string) string) (*tlsFiles, error) {
 	case !hasCert:
 		return nil, fmt.Errorf("%s is set but %s is not: set both (HTTPS) or neither (plain HTTP)", keyVar, certVar)
 	}
-	watch := newFileWatch([]string{certFile, keyFile}, nil)
-	data, err := watch.read()
+	watch := filewatch.New([]string{certFile, keyFile}, nil, 0)
+	data, err := watch.Read()
 	var cert *tls.Certificate
 	if err == nil {
 		cert, err = parsePair(certFile, keyFile, data[0], data[1])
@@ -60,7 +62,7 @@ func loadTLSFiles(getenv func(string) string) (*tlsFiles, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &tlsFiles{certFile: certFile, keyFile: keyFile, seen: watch.seen, cert: cert}, nil
+	return &tlsFiles{certFile: certFile, keyFile: keyFile, seen: watch.Seen(), cert: cert}, nil
 }
 
 // pairError is a pair that cannot serve, and the file at fault with the
@@ -120,15 +122,16 @@ func holdsCertificate(data []byte) bool {
 // the certificate's serial number, never key material.
 type tlsPair struct {
 	certFile, keyFile string
-	watch             *fileWatch
+	watch             *filewatch.Watch
 	log               *slog.Logger
 	current           atomic.Pointer[tls.Certificate]
 }
 
-// newTLSPair serves the pair of files, read at start.
-func newTLSPair(files *tlsFiles, log *slog.Logger) *tlsPair {
+// newTLSPair serves the pair of files, read at start; a change is loaded
+// once it has stayed unchanged for settle and a poll.
+func newTLSPair(files *tlsFiles, settle time.Duration, log *slog.Logger) *tlsPair {
 	p := &tlsPair{certFile: files.certFile, keyFile: files.keyFile, log: log,
-		watch: newFileWatch([]string{files.certFile, files.keyFile}, files.seen)}
+		watch: filewatch.New([]string{files.certFile, files.keyFile}, files.seen, settle)}
 	p.current.Store(files.cert)
 	p.warnIfKeyShared()
 	return p
@@ -147,13 +150,13 @@ func (p *tlsPair) serverConfig() *tls.Config {
 
 // reload reads the pair at once (SIGHUP) and puts it in force if it is good.
 func (p *tlsPair) reload(why string) {
-	data, err := p.watch.read()
+	data, err := p.watch.Read()
 	p.load(why, data, err)
 }
 
 // poll puts a change of the pair in force once it has stayed put.
 func (p *tlsPair) poll() {
-	if data, due, err := p.watch.poll(); due {
+	if data, due, err := p.watch.Poll(time.Now()); due {
 		p.load("file changed", data, err)
 	}
 }

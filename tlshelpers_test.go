@@ -167,7 +167,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	log := newJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
-	srv.TLSConfig = newTLSPair(files, log).serverConfig()
+	srv.TLSConfig = newTLSPair(files, fileSettle, log).serverConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

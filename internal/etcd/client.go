@@ -12,7 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	"petstore/internal/filewatch"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	var tlsConfig *tls.Config
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := filewatch.ReadFile(cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCAFile, err)
 		}
