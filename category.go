@@ -17,7 +17,7 @@ type problem struct {
 }
 
 // maxProblemsListed bounds the problems one message lists (docs/security.md,
-// "Hardening"): a body of a hundred thousand unknown members must not earn
+// "Requests"): a body of a hundred thousand unknown members must not earn
 // an answer, and an access line, of megabytes.
 const maxProblemsListed = 10
 

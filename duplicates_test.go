@@ -8,7 +8,7 @@ import (
 )
 
 // A member given twice is invalid_json whatever else is wrong with the
-// body (docs/security.md, "Hardening").
+// body (docs/security.md, "Requests").
 func TestDuplicateMembers(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("k", 500)

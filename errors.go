@@ -154,7 +154,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // maxErrorText bounds an Error body, and the error member of an access line
-// (docs/security.md, "Hardening"): whatever a client sends, what it gets back and
+// (docs/security.md, "Requests"): whatever a client sends, what it gets back and
 // what the log keeps of it stay small.
 const maxErrorText = 4 << 10
 

@@ -69,7 +69,7 @@ func rawExchange(t *testing.T, addr, raw string, closeWrite bool) rawAnswer {
 // chunk encodes s as one chunk of a chunked body.
 func chunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
 
-// Ambiguous framing (RFC 9112 section 6.1; docs/security.md, "Hardening"): the
+// Ambiguous framing (RFC 9112 section 6.1; docs/security.md, "Connections"): the
 // request is answered, with Connection: close, and the connection is then
 // closed, so that a request smuggled in the body is never served.
 func TestAmbiguousFramingClosesConnection(t *testing.T) {

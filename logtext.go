@@ -13,7 +13,7 @@ import (
 // or an Error message raw: a terminal or log viewer would obey them (an
 // escape sequence, U+202E turning the rest of the line around) instead of
 // showing them. Log lines carry them as JSON \uXXXX escapes, messages as the
-// text U+XXXX (docs/security.md, "Hardening II").
+// text U+XXXX (docs/security.md, "Logs").
 
 // maxLogPath bounds the path member of an access line, quotes and escapes
 // included: a path of tens of kilobytes makes a line of that size otherwise.

@@ -23,7 +23,7 @@ func assignedInBuild(r rune) bool {
 	return false
 }
 
-// The name rules of docs/security.md, "Hardening": visible, assigned, no
+// The name rules of docs/security.md, "Names and descriptions": visible, assigned, no
 // noncharacters, no bidirectional controls, no lone surrogates; the last
 // three hold for description too.
 func TestCreateCategoryNameRules(t *testing.T) {

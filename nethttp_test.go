@@ -12,7 +12,7 @@ import (
 )
 
 // A few malformed requests are answered by net/http before any handler runs,
-// so their answers are not JSON Error bodies. docs/security.md, "Hardening"
+// so their answers are not JSON Error bodies. docs/security.md, "Requests"
 // makes them the documented exceptions to "every answer is JSON": this test
 // holds each to what Go answers and docs/api.md, "Answers before petstore"
 // to listing it.

@@ -13,7 +13,7 @@ import (
 // An answer given without reading the body the request declared ends the
 // connection at once (Connection: close), rather than waiting for the rest
 // of the body; an answer to a request whose body was read keeps the
-// connection for the next request (docs/security.md, "Hardening II").
+// connection for the next request (docs/security.md, "Connections").
 func TestUnreadBodyClosesTheConnection(t *testing.T) {
 	t.Parallel()
 	svc := startRun(t, baseEnv(memoryPath))

@@ -46,17 +46,6 @@ func readAsync(b *Budget, h *Hold, key [32]byte, r io.Reader, size int64, abort 
 	return done
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(time.Millisecond) // polling the budget, bounded
-	}
-}
-
 // A body read takes memory as bytes come, and gives it all back.
 func TestReadTakesAsBytesCome(t *testing.T) {
 	b := New(64*Block, 1<<20, time.Second)

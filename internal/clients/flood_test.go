@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"petstore/internal/testkit"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,7 @@ func TestHandshakeChurnDoesNotShutOutClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a flood")
 	}
+	testkit.Exclusive(t, "flood")
 	vars, roots := tlsFiles(t, t.TempDir())
 	svc := startWith(t, vars)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,6 +128,7 @@ func TestCapFilledWithStalledConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a flood")
 	}
+	testkit.Exclusive(t, "flood")
 	const maxConns = 300
 	vars, roots := tlsFiles(t, t.TempDir())
 	vars["PETSTORE_MAX_CONNS"] = fmt.Sprint(maxConns)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"petstore/internal/testkit"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ func BenchmarkHeldHTTP2Connections(b *testing.B) {
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil || lim.Cur < heldConns+64 {
 		b.Skipf("needs %d open files in this process (ulimit -n is %d)", heldConns+64, lim.Cur)
 	}
+	testkit.Exclusive(b, "flood")
 	vars, roots := tlsFiles(b, b.TempDir())
 	vars["PETSTORE_MAX_CONNS"] = strconv.Itoa(heldConns)
 	for range b.N {

@@ -1,12 +1,16 @@
 // Package testkit holds what the tests of several petstore packages share:
-// a buffer that concurrent writers (a log) and the test may use at once,
-// and a bounded wait for a condition. Only tests import it.
+// a buffer that concurrent writers (a log) and the test may use at once, a
+// bounded wait for a condition, and a lock that runs floods one at a time
+// across packages. Only tests import it.
 package testkit
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,4 +61,22 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond) // polling a condition, not synchronising by time
 	}
+}
+
+// Exclusive makes the rest of the test run alone among the tests of every
+// package that ask for the same name, as go test runs packages in parallel
+// processes: floods of connections each need the machine's CPUs to hold
+// their own timing bounds. It waits for the others, then holds an flock of
+// a file in the temporary directory until the test ends.
+func Exclusive(t testing.TB, name string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "petstore-test-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
 }
