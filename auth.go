@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"petstore/internal/ratelimit"
 	"strings"
 	"sync/atomic"
 )
@@ -159,7 +160,7 @@ func bearerToken(header string) string {
 // facts, for the log and the limiter; with a limiter, each accepted request
 // spends from its key's budget, its scope or not, and every answer says
 // what is left.
-func requireKey(keys *keyring, limits *limiter, need scopes, next http.Handler) http.Handler {
+func requireKey(keys *keyring, budgets *ratelimit.Buckets, need scopes, next http.Handler) http.Handler {
 	refusal := newScopeRefusal(need)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.Header["Authorization"]) > 1 {
@@ -181,10 +182,10 @@ func requireKey(keys *keyring, limits *limiter, need scopes, next http.Handler) 
 		}
 		facts := factsOf(r)
 		facts.key, facts.keyed = digest, true
-		if limits != nil {
-			v := limits.take(digest)
-			limits.headers(w.Header(), v)
-			if !v.allowed {
+		if budgets != nil {
+			v := budgets.Take(digest)
+			budgets.Headers(w.Header(), v)
+			if !v.Allowed {
 				writeError(w, r, errRateLimited)
 				return
 			}

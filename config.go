@@ -10,6 +10,7 @@ import (
 	"net"
 	"petstore/internal/catalog"
 	"petstore/internal/filewatch"
+	"petstore/internal/ratelimit"
 	"strconv"
 	"strings"
 	"time"
@@ -31,8 +32,8 @@ type config struct {
 	dataPath     string
 	etcd         store.EtcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
-	maxConns     int        // open connections at most, before the file limit lowers it
-	rateLimit    *rateLimit // a request budget per key; nil: no limit
+	maxConns     int               // open connections at most, before the file limit lowers it
+	rateLimit    *ratelimit.Budget // a request budget per key; nil: no limit
 	idemTTL      time.Duration
 	maxCats      int64         // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
 	cors         *corsPolicy   // PETSTORE_CORS_ORIGINS; nil: CORS off
@@ -90,9 +91,9 @@ func loadLimits(getenv func(string) string, cfg *config) error {
 		}
 	}
 	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
-		rl, err := parseRateLimit(v)
+		rl, err := ratelimit.Parse(v)
 		if err != nil {
-			return err
+			return fmt.Errorf("PETSTORE_RATE_LIMIT: %w", err)
 		}
 		cfg.rateLimit = &rl
 	}

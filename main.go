@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"petstore/internal/bodybudget"
+	"petstore/internal/ratelimit"
 	"runtime"
 	"syscall"
 	"time"
@@ -186,17 +187,17 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
 	handler, _, err := newServer(deps{
-		store:   store,
-		keys:    keys,
-		log:     log,
-		access:  sink,
-		now:     time.Now,
-		pets:    cfg.pets,
-		bodies:  bodybudget.New(lim.bodyBudget, maxBodyBytes, lim.readTimeout),
-		commits: commits,
-		limiter: startRateLimiter(serving, cfg.rateLimit),
-		cors:    cfg.cors,
-		ready:   ready,
+		store:     store,
+		keys:      keys,
+		log:       log,
+		access:    sink,
+		now:       time.Now,
+		pets:      cfg.pets,
+		bodies:    bodybudget.New(lim.bodyBudget, maxBodyBytes, lim.readTimeout),
+		commits:   commits,
+		rateLimit: startRateLimit(serving, cfg.rateLimit),
+		cors:      cfg.cors,
+		ready:     ready,
 	})
 	if err != nil {
 		return err
@@ -294,15 +295,15 @@ func listen(cfg config, idle time.Duration) (ln net.Listener, conns *connlimit.L
 	return ln, connlimit.New(maxConns, idle), maxConns, nil
 }
 
-// startRateLimiter returns the limiter of the request budget rl, swept of
+// startRateLimit returns the buckets of the request budget rl, swept of
 // idle buckets until ctx is done, or nil when there is no budget.
-func startRateLimiter(ctx context.Context, rl *rateLimit) *limiter {
+func startRateLimit(ctx context.Context, rl *ratelimit.Budget) *ratelimit.Buckets {
 	if rl == nil {
 		return nil
 	}
-	l := newLimiter(*rl, time.Now)
-	go l.sweepEvery(ctx, l.refillTime())
-	return l
+	b := ratelimit.New(*rl, time.Now)
+	go b.Sweep(ctx)
+	return b
 }
 
 // newHTTPServer returns the server of handler, with the timeouts and header
@@ -353,7 +354,7 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", rateLimitText(cfg.rateLimit), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
 	if cfg.generatedKey {
 		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
 	}

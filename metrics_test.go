@@ -9,16 +9,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"petstore/internal/ratelimit"
 	"petstore/internal/store"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-// withLimiter limits requests per key with l.
-func withLimiter(l *limiter) testOption {
-	return func(d *deps, _ *[]route) { d.limiter = l }
+// withRateLimit limits requests per key with b.
+func withRateLimit(b *ratelimit.Buckets) testOption {
+	return func(d *deps, _ *[]route) { d.rateLimit = b }
 }
 
 // scrape takes GET /metrics with the test key and returns its body.
@@ -114,7 +114,7 @@ func trafficOfEveryStatus(t *testing.T, env *testEnv) map[string]int {
 func newMetricsEnv(t *testing.T) *testEnv {
 	clock := newTestClock()
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("metrics test") })
-	return newTestEnv(t, withNow(afterPetsSunset), withLimiter(newLimiter(rateLimit{quota: 1000, window: time.Second, burst: 1000}, clock.now)),
+	return newTestEnv(t, withNow(afterPetsSunset), withRateLimit(testRateLimit(t, "1000/s", clock.now)),
 		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: scopeRead}))
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"petstore/internal/bodybudget"
+	"petstore/internal/ratelimit"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,10 +46,10 @@ type deps struct {
 	pets   deprecation        // of GET /v1/pets/{petId}
 	bodies *bodybudget.Budget // bounds the memory of request bodies; nil: no bound
 
-	commits *commitMetrics // the store reports its commits here; nil: none
-	limiter *limiter       // a request budget per key; nil: no limit
-	cors    *corsPolicy    // nil: CORS off
-	ready   *readiness     // set by newServer when nil
+	commits   *commitMetrics     // the store reports its commits here; nil: none
+	rateLimit *ratelimit.Buckets // a request budget per key; nil: no limit
+	cors      *corsPolicy        // nil: CORS off
+	ready     *readiness         // set by newServer when nil
 
 	metrics *serviceMetrics // made by newServer
 }
@@ -155,7 +156,7 @@ func newHandler(table []route, d deps) http.Handler {
 			h = rejectQuery(h)
 		}
 		if !rt.public {
-			h = requireKey(d.keys, d.limiter, rt.scope, h)
+			h = requireKey(d.keys, d.rateLimit, rt.scope, h)
 		}
 		if rt.deprecation != nil {
 			h = deprecationHeaders(*rt.deprecation, h)

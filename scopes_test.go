@@ -142,8 +142,7 @@ func TestKeyScopesThroughTheMux(t *testing.T) {
 func TestKeyScopeOrder(t *testing.T) {
 	t.Parallel()
 	now := beforePetsSunset
-	limits := newLimiter(rateLimit{quota: 2, window: time.Minute, burst: 2}, func() time.Time { return now })
-	env := scopedEnv(t, withLimiter(limits))
+	env := scopedEnv(t, withRateLimit(testRateLimit(t, "2/m", func() time.Time { return now })))
 
 	h := bearer(readKey)
 	h["X-Request-Id"] = "scope-refused"

@@ -1,4 +1,10 @@
-package main
+// Package ratelimit keeps a request budget per API key: a token bucket
+// each (Buckets), refilled at the budget's rate up to its burst, and the
+// RateLimit-Policy, RateLimit and Retry-After headers that say what is left
+// (draft-ietf-httpapi-ratelimit-headers). Keys never wait for each other,
+// and memory follows the keys active within one refill time, however many
+// keys there are. Everything here is safe for concurrent use.
+package ratelimit
 
 import (
 	"context"
@@ -10,23 +16,23 @@ import (
 	"time"
 )
 
-// rateLimit is a request budget per API key (PETSTORE_RATE_LIMIT): quota
-// requests per window on average, up to burst at once.
-type rateLimit struct {
+// Budget is a request budget per API key: quota requests per window on
+// average, up to burst at once.
+type Budget struct {
 	quota  int
 	window time.Duration // a second or a minute
 	burst  int
 }
 
-// parseRateLimit reads "N/s" or "N/m", optionally followed by ",burst=B".
-func parseRateLimit(v string) (rateLimit, error) {
-	const name = "PETSTORE_RATE_LIMIT"
+// Parse reads "N/s" or "N/m", optionally followed by ",burst=B". Its
+// errors quote v; the caller names where v came from.
+func Parse(v string) (Budget, error) {
 	spec, burst, hasBurst := strings.Cut(v, ",")
 	n, unit, ok := strings.Cut(strings.TrimSpace(spec), "/")
-	var rl rateLimit
+	var rl Budget
 	var err error
 	if rl.quota, err = strconv.Atoi(n); !ok || err != nil || rl.quota < 1 {
-		return rl, fmt.Errorf("%s: %q is not a limit such as 100/s or 6000/m,burst=200", name, v)
+		return rl, fmt.Errorf("%q is not a limit such as 100/s or 6000/m,burst=200", v)
 	}
 	switch unit {
 	case "s":
@@ -34,28 +40,28 @@ func parseRateLimit(v string) (rateLimit, error) {
 	case "m":
 		rl.window = time.Minute
 	default:
-		return rl, fmt.Errorf("%s: %q: the window must be s (a second) or m (a minute)", name, v)
+		return rl, fmt.Errorf("%q: the window must be s (a second) or m (a minute)", v)
 	}
 	rl.burst = rl.quota
 	if hasBurst {
 		b, found := strings.CutPrefix(strings.TrimSpace(burst), "burst=")
 		if rl.burst, err = strconv.Atoi(b); !found || err != nil || rl.burst < 1 {
-			return rl, fmt.Errorf("%s: %q: after the comma comes burst=B, B a positive whole number", name, v)
+			return rl, fmt.Errorf("%q: after the comma comes burst=B, B a positive whole number", v)
 		}
 	}
 	return rl, nil
 }
 
-// limiter keeps a token bucket per API key. Buckets are found in a sync.Map
+// Buckets keeps a token bucket per API key. Buckets are found in a sync.Map
 // (no lock to read an existing one) and each has its own mutex, so keys never
 // wait for each other. A bucket that has refilled is dropped by sweep: a full
 // bucket is what a new one would be, so memory follows the keys active in the
 // last refill time, whatever the number of keys.
-type limiter struct {
-	limit    rateLimit
+type Buckets struct {
+	limit    Budget
 	perToken time.Duration // time to earn one token back
 	now      func() time.Time
-	buckets  sync.Map // keyDigest → *bucket
+	buckets  sync.Map // [32]byte → *bucket
 	policy   []string // the RateLimit-Policy header value
 }
 
@@ -66,8 +72,9 @@ type bucket struct {
 	dropped bool // removed from the map by sweep: take a new one
 }
 
-func newLimiter(rl rateLimit, now func() time.Time) *limiter {
-	return &limiter{
+// New returns the buckets of budget rl on the clock now.
+func New(rl Budget, now func() time.Time) *Buckets {
+	return &Buckets{
 		limit:    rl,
 		perToken: rl.window / time.Duration(rl.quota),
 		now:      now,
@@ -75,16 +82,17 @@ func newLimiter(rl rateLimit, now func() time.Time) *limiter {
 	}
 }
 
-// verdict is what take decided for one request.
-type verdict struct {
-	allowed    bool
+// Verdict is what Take decided for one request.
+type Verdict struct {
+	Allowed    bool
 	remaining  int           // whole tokens left after this request
 	reset      time.Duration // until the bucket is full again
 	retryAfter time.Duration // until one token is back, when not allowed
 }
 
-// take spends a token of key's bucket, if it has one.
-func (l *limiter) take(key keyDigest) verdict {
+// Take spends a token of the bucket of key (the SHA-256 of an API key), if
+// it has one.
+func (l *Buckets) Take(key [32]byte) Verdict {
 	for {
 		v, ok := l.buckets.Load(key)
 		if !ok {
@@ -98,10 +106,10 @@ func (l *limiter) take(key keyDigest) verdict {
 		}
 		now := l.now()
 		l.refill(b, now)
-		var out verdict
+		var out Verdict
 		if b.tokens >= 1 {
 			b.tokens--
-			out.allowed = true
+			out.Allowed = true
 		} else {
 			out.retryAfter = time.Duration((1 - b.tokens) * float64(l.perToken))
 		}
@@ -114,7 +122,7 @@ func (l *limiter) take(key keyDigest) verdict {
 
 // refill adds the tokens earned since the bucket's last update. Callers
 // hold b.mu.
-func (l *limiter) refill(b *bucket, now time.Time) {
+func (l *Buckets) refill(b *bucket, now time.Time) {
 	if elapsed := now.Sub(b.updated); elapsed > 0 {
 		b.tokens = math.Min(float64(l.limit.burst), b.tokens+float64(elapsed)/float64(l.perToken))
 		b.updated = now
@@ -122,8 +130,8 @@ func (l *limiter) refill(b *bucket, now time.Time) {
 }
 
 // sweep drops the buckets that are full again; it returns how many are
-// left. run calls it every refill time.
-func (l *limiter) sweep() int {
+// left. SweepEvery calls it every refill time.
+func (l *Buckets) sweep() int {
 	now := l.now()
 	left := 0
 	l.buckets.Range(func(k, v any) bool {
@@ -142,9 +150,10 @@ func (l *limiter) sweep() int {
 	return left
 }
 
-// sweepEvery sweeps every interval (at least a second) until ctx is done.
-func (l *limiter) sweepEvery(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(max(interval, time.Second))
+// Sweep drops the buckets that have refilled, every refill time (at least a
+// second), until ctx is done.
+func (l *Buckets) Sweep(ctx context.Context) {
+	tick := time.NewTicker(max(l.refillTime(), time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -156,8 +165,8 @@ func (l *limiter) sweepEvery(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// rateLimitText describes a limit for the log: "off", or as configured.
-func rateLimitText(rl *rateLimit) string {
+// String describes a budget for the log: "off" for nil, or as configured.
+func (rl *Budget) String() string {
 	if rl == nil {
 		return "off"
 	}
@@ -169,11 +178,11 @@ func rateLimitText(rl *rateLimit) string {
 }
 
 // refillTime is how long an empty bucket takes to fill up.
-func (l *limiter) refillTime() time.Duration { return time.Duration(l.limit.burst) * l.perToken }
+func (l *Buckets) refillTime() time.Duration { return time.Duration(l.limit.burst) * l.perToken }
 
-// headers sets RateLimit-Policy and RateLimit (draft-ietf-httpapi-
+// Headers sets RateLimit-Policy and RateLimit (draft-ietf-httpapi-
 // ratelimit-headers) for v, and Retry-After when the request is refused.
-func (l *limiter) headers(h map[string][]string, v verdict) {
+func (l *Buckets) Headers(h map[string][]string, v Verdict) {
 	h["Ratelimit-Policy"] = l.policy
 	var buf [64]byte
 	b := append(buf[:0], `"default";r=`...)
@@ -181,7 +190,7 @@ func (l *limiter) headers(h map[string][]string, v verdict) {
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, ceilSeconds(v.reset), 10)
 	h["Ratelimit"] = []string{string(b)}
-	if !v.allowed {
+	if !v.Allowed {
 		h["Retry-After"] = []string{strconv.FormatInt(max(1, ceilSeconds(v.retryAfter)), 10)}
 	}
 }
