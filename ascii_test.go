@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"petstore/internal/ascii"
 )
 
 // Each set holds exactly the characters its validator allowed when it
@@ -13,24 +15,23 @@ func TestASCIISets(t *testing.T) {
 	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
 	tests := []struct {
 		name string
-		set  asciiSet
+		set  ascii.Set
 		want func(c byte) bool
 	}{
 		{"bearer", bearerChars, func(c byte) bool { return isAlpha(c) || isDigit(c) || strings.IndexByte("-._~+/", c) >= 0 }},
 		{"request id", requestIDChars, func(c byte) bool { return isAlpha(c) || isDigit(c) || strings.IndexByte("-._:", c) >= 0 }},
-		{"etcd prefix", etcdPrefixChars, func(c byte) bool { return isAlpha(c) || isDigit(c) || strings.IndexByte("._-", c) >= 0 }},
 		{"token start", sfTokenStart, func(c byte) bool { return isAlpha(c) || c == '*' }},
 		{"token", sfTokenChars, func(c byte) bool { return isAlpha(c) || isDigit(c) || strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0 }},
 		{"printable", printableASCII, func(c byte) bool { return 0x20 <= c && c <= 0x7e }},
 	}
 	for _, tt := range tests {
 		for c := 0; c < 256; c++ {
-			if got, want := tt.set.has(byte(c)), tt.want(byte(c)); got != want {
+			if got, want := tt.set.Has(byte(c)), tt.want(byte(c)); got != want {
 				t.Errorf("%s set has %q: got %v, want %v", tt.name, byte(c), got, want)
 			}
 		}
 	}
-	if !bearerChars.all("") || bearerChars.all("ab c") || !bearerChars.all("ab~c") {
+	if !bearerChars.All("") || bearerChars.All("ab c") || !bearerChars.All("ab~c") {
 		t.Errorf("all: wrong for \"\", \"ab c\" or \"ab~c\"")
 	}
 }

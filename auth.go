@@ -3,24 +3,16 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"net/http"
-	"petstore/internal/ratelimit"
 	"strings"
 	"sync/atomic"
+
+	"petstore/internal/ratelimit"
 )
 
 // keyDigest is the SHA-256 of an API key: what petstore keeps instead of
 // the key, and what names a client in logs, metrics and rate limits.
 type keyDigest [sha256.Size]byte
-
-// appendFingerprint appends the key's fingerprint, the first 8 hex digits of
-// the digest: enough to tell clients apart in a log, far too little to find
-// the key.
-func (d *keyDigest) appendFingerprint(dst []byte) []byte { return hex.AppendEncode(dst, d[:4]) }
-
-// fingerprint returns the key's fingerprint (see appendFingerprint).
-func (d keyDigest) fingerprint() string { return string(d.appendFingerprint(nil)) }
 
 // scopes is a set of key scopes, one bit each (docs/api.md,
 // "Authentication"): what an accepted key may do. Every accepted key has at

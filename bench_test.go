@@ -8,8 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
-	"petstore/internal/store"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
+	"petstore/internal/store"
 )
 
 // BenchmarkCreate measures POST /v1/categories through the whole handler

@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"petstore/internal/bodybudget"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/bodybudget"
 )
 
 // The body budget bounds the memory bodies hold at once: with room for one

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"petstore/internal/catalog"
 )
 
 // maximalCategory returns the i-th of a family of distinct categories that

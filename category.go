@@ -175,7 +175,7 @@ var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 // not a blank look-alike. These rules are for requests: replay keeps every
 // name an earlier version stored (see catalog.ParseRecord).
 func checkName(name string) string {
-	if printableASCII.all(name) && len(name) <= catalog.MaxNameLen {
+	if printableASCII.All(name) && len(name) <= catalog.MaxNameLen {
 		// Every printable ASCII character but the space is visible, and a
 		// trimmed name does not start with a space.
 		if name == "" {

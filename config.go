@@ -7,8 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"petstore/internal/catalog"
+	"petstore/internal/cors"
 	"petstore/internal/filewatch"
 	"petstore/internal/ratelimit"
 	"strconv"
@@ -36,7 +36,7 @@ type config struct {
 	rateLimit    *ratelimit.Budget // a request budget per key; nil: no limit
 	idemTTL      time.Duration
 	maxCats      int64         // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
-	cors         *corsPolicy   // PETSTORE_CORS_ORIGINS; nil: CORS off
+	cors         *cors.Policy  // PETSTORE_CORS_ORIGINS; nil: CORS off
 	drainDelay   time.Duration // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
 	tls          *tlsFiles     // the TLS certificate and key; nil: plain HTTP
 }
@@ -55,7 +55,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := checkDataPath(cfg.dataPath); err != nil {
 		return cfg, err
 	}
-	if isEtcdURL(cfg.dataPath) {
+	if store.IsEtcdURL(cfg.dataPath) {
 		if cfg.etcd, err = loadEtcdConfig(getenv, cfg.dataPath); err != nil {
 			return cfg, err
 		}
@@ -63,8 +63,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if err := loadLimits(getenv, &cfg); err != nil {
 		return cfg, err
 	}
-	if cfg.cors, err = parseCORSOrigins(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
-		return cfg, err
+	if cfg.cors, err = cors.Parse(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
+		return cfg, fmt.Errorf("PETSTORE_CORS_ORIGINS: %w", err)
 	}
 	if v, set := lookup(getenv, "PETSTORE_SHUTDOWN_DELAY"); set {
 		if cfg.drainDelay, err = time.ParseDuration(v); err != nil || cfg.drainDelay < 0 {
@@ -279,7 +279,7 @@ func scopeNamed(name string) scopes {
 // bearerChars, then any number of "=".
 func isBearerToken(s string) bool {
 	body := strings.TrimRight(s, "=")
-	return body != "" && bearerChars.all(body)
+	return body != "" && bearerChars.All(body)
 }
 
 // readKeyFile reads one key per line; blank lines and # comments are skipped.
@@ -317,18 +317,12 @@ func generateKey() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// isEtcdURL reports whether PETSTORE_DATA names an etcd cluster rather than
-// a journal file.
-func isEtcdURL(data string) bool {
-	return strings.HasPrefix(data, "etcd://") || strings.HasPrefix(data, "etcds://")
-}
-
 // checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
 // :memory: rather than a file name: taken for one, it would quietly start
 // an empty journal (and its directories) where nobody looks for it.
 func checkDataPath(data string) error {
 	const want = "a journal file, :memory: or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for TLS)"
-	if isEtcdURL(data) || data == memoryPath {
+	if store.IsEtcdURL(data) || data == memoryPath {
 		return nil
 	}
 	shown := textcut.Truncate(withoutUserinfo(data), 80) // a mistyped URL may carry a password
@@ -372,30 +366,11 @@ func withoutUserinfo(data string) string {
 // TLS) and the PETSTORE_ETCD_* variables. The password comes from a file
 // only: never from the environment or the URL, which ps and logs show.
 func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, error) {
-	cfg := store.EtcdConfig{Prefix: "petstore", StartTimeout: 30 * time.Second}
-	scheme, rest, _ := strings.Cut(data, "://")
-	hosts, prefix, hasPrefix := strings.Cut(rest, "/")
-	if strings.ContainsAny(hosts, "@?#") || strings.ContainsAny(prefix, "?#") {
-		return cfg, errors.New("PETSTORE_DATA: an etcd URL is etcd://HOST:PORT[,HOST:PORT…][/PREFIX], without user, password, query or fragment (use PETSTORE_ETCD_USER and PETSTORE_ETCD_PASSWORD_FILE)")
+	cfg, err := store.ParseEtcdURL(data)
+	if err != nil {
+		return cfg, fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	urlScheme := "http://"
-	if scheme == "etcds" {
-		urlScheme = "https://"
-	}
-	for _, h := range strings.Split(hosts, ",") {
-		host, port, err := net.SplitHostPort(h)
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return cfg, fmt.Errorf("PETSTORE_DATA: etcd endpoint %q is not HOST:PORT (e.g. 127.0.0.1:2379)", h)
-		}
-		cfg.Endpoints = append(cfg.Endpoints, urlScheme+net.JoinHostPort(host, port))
-	}
-	if hasPrefix {
-		prefix = strings.Trim(prefix, "/")
-		if !validEtcdPrefix(prefix) {
-			return cfg, fmt.Errorf("PETSTORE_DATA: etcd prefix %q must be segments of letters, digits and ._- separated by /", prefix)
-		}
-		cfg.Prefix = prefix
-	}
+	scheme, _, _ := strings.Cut(data, "://")
 	if scheme == "etcds" {
 		cfg.CAFile, _ = lookup(getenv, "PETSTORE_ETCD_CA_FILE")
 	} else if _, set := lookup(getenv, "PETSTORE_ETCD_CA_FILE"); set {
@@ -426,15 +401,4 @@ func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, 
 		cfg.StartTimeout = d
 	}
 	return cfg, nil
-}
-
-// validEtcdPrefix reports whether prefix is segments of etcdPrefixChars
-// separated by "/", none empty, "." or "..".
-func validEtcdPrefix(prefix string) bool {
-	for _, seg := range strings.Split(prefix, "/") {
-		if seg == "" || seg == "." || seg == ".." || !etcdPrefixChars.all(seg) {
-			return false
-		}
-	}
-	return true
 }

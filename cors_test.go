@@ -7,13 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/cors"
 )
 
 // withCORS serves with PETSTORE_CORS_ORIGINS set to origins.
 func withCORS(t testing.TB, origins string) testOption {
-	p, err := parseCORSOrigins(origins)
+	p, err := cors.Parse(origins)
 	if err != nil || p == nil {
-		t.Fatalf("parseCORSOrigins(%q) = %v, %v", origins, p, err)
+		t.Fatalf("cors.Parse(%q) = %v, %v", origins, p, err)
 	}
 	return func(d *deps, _ *[]route) { d.cors = p }
 }

@@ -5,12 +5,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"petstore/internal/bodybudget"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/bodybudget"
 )
 
 // One API key's slow bodies cannot hold another key's creates back (README,

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
-	"petstore/internal/journal"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
+	"petstore/internal/journal"
 
 	"petstore/internal/etcd/etcdtest"
 )

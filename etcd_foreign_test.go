@@ -8,11 +8,12 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/etcd"
 	"petstore/internal/etcd/etcdtest"

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"petstore/internal/catalog"
-	"petstore/internal/store"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -17,6 +15,9 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"petstore/internal/catalog"
+	"petstore/internal/store"
 )
 
 // createBodySeeds are request bodies for POST /v1/categories that cover each

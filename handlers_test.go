@@ -9,12 +9,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"petstore/internal/bodybudget"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/bodybudget"
 )
 
 // These tests drive the real handler (routes + newHandler) through

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"petstore/internal/testkit"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // No client needs a key to make petstore hold memory with headers it never

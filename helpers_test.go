@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"petstore/internal/rawjson"
-	"petstore/internal/store"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/rawjson"
+	"petstore/internal/store"
 
 	"petstore/internal/testkit"
 )
@@ -48,7 +50,7 @@ func withRoute(rt route) testOption {
 // withLogTo sends every log line to w instead of testEnv.logs; w must be
 // safe for concurrent use.
 func withLogTo(w io.Writer) testOption {
-	return func(d *deps, _ *[]route) { d.log, d.access = newJSONLogger(w), w }
+	return func(d *deps, _ *[]route) { d.log, d.access = accesslog.NewJSONLogger(w), w }
 }
 
 // withAccessLogTo sends the access log lines of answers below 500 to w,
@@ -74,7 +76,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	d := deps{
 		store:  store.NewMemory(store.Options{}),
 		keys:   newKeyring(allScopes(testKey, testKey2)),
-		log:    newJSONLogger(logs),
+		log:    accesslog.NewJSONLogger(logs),
 		access: logs,
 		now:    time.Now,
 		pets:   cfg.pets,

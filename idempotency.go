@@ -54,7 +54,7 @@ func parseSFString(v string) (string, bool) {
 	// The usual key has no escapes: it is the text between the quotes.
 	if end := strings.IndexAny(v[1:], `"\\`); end >= 0 && v[1+end] == '"' && 1+end == len(v)-1 {
 		inner := v[1 : 1+end]
-		if !printableASCII.all(inner) {
+		if !printableASCII.All(inner) {
 			return "", false
 		}
 		return inner, true
@@ -71,7 +71,7 @@ func parseSFString(v string) (string, bool) {
 			b.WriteByte(v[i])
 		case c == '"':
 			return b.String(), i == len(v)-1
-		case !printableASCII.has(c):
+		case !printableASCII.Has(c):
 			return "", false
 		default:
 			b.WriteByte(c)
@@ -83,5 +83,5 @@ func parseSFString(v string) (string, bool) {
 // isSFToken reports whether v is a structured-field token: a letter or "*",
 // then tchar, ":" or "/".
 func isSFToken(v string) bool {
-	return v != "" && sfTokenStart.has(v[0]) && sfTokenChars.all(v[1:])
+	return v != "" && sfTokenStart.Has(v[0]) && sfTokenChars.All(v[1:])
 }

@@ -7,14 +7,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"petstore/internal/journal"
-	"petstore/internal/store"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/journal"
+	"petstore/internal/store"
 )
 
 func TestParseIdempotencyKey(t *testing.T) {
@@ -289,7 +291,7 @@ func TestJournalFormatVersions(t *testing.T) {
 	t.Parallel()
 	// The version-2 record's key as petstore wrote it then: scoped by the
 	// API key's 8-hex fingerprint.
-	legacy := sha256.Sum256([]byte(keyDigest(sha256.Sum256([]byte(testKey))).fingerprint() + "\x00old-key"))
+	legacy := sha256.Sum256([]byte(accesslog.Fingerprint(sha256.Sum256([]byte(testKey))) + "\x00old-key"))
 	fp := sha256.Sum256([]byte("bird")) // the request fingerprint of {"name":"bird"}, as that version wrote it
 	v2Record := `{"id":2,"name":"bird","idempotency":{"id":"` + hex.EncodeToString(legacy[:16]) + `","request":"` +
 		hex.EncodeToString(fp[:16]) + `","at":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}}`

@@ -2,10 +2,11 @@ package main
 
 import (
 	"net/http"
-	"petstore/internal/catalog"
-	"petstore/internal/store"
 	"strings"
 	"testing"
+
+	"petstore/internal/catalog"
+	"petstore/internal/store"
 )
 
 // A create that finds no id left answers 500 without a Location, and the

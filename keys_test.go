@@ -9,12 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"petstore/internal/filewatch"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/filewatch"
 )
 
 // Key rotation through the real binary (README, "Rotating keys without a

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"petstore/internal/rawjson"
 	"strings"
 	"testing"
 	"unicode"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/rawjson"
 )
 
 // mustNotHoldRaw fails when text holds a control or bidirectional control
@@ -50,10 +52,10 @@ func TestAccessLinePathBounded(t *testing.T) {
 		var raw map[string]json.RawMessage
 		json.Unmarshal([]byte(line), &raw)
 		encoded := raw["path"] // as the line writes it
-		if len(encoded) > maxLogPath || len(line) > 2*maxLogPath {
-			t.Errorf("path member is %d bytes encoded (line %d bytes), want at most %d", len(encoded), len(line), maxLogPath)
+		if len(encoded) > accesslog.MaxPath || len(line) > 2*accesslog.MaxPath {
+			t.Errorf("path member is %d bytes encoded (line %d bytes), want at most %d", len(encoded), len(line), accesslog.MaxPath)
 		}
-		if len(encoded) < maxLogPath-16 || !strings.HasSuffix(path, "…") || !strings.HasPrefix("/v1/categories/"+tail, strings.TrimSuffix(path, "…")) &&
+		if len(encoded) < accesslog.MaxPath-16 || !strings.HasSuffix(path, "…") || !strings.HasPrefix("/v1/categories/"+tail, strings.TrimSuffix(path, "…")) &&
 			!strings.HasPrefix("/v1/categories/"+strings.Repeat("\u202e", 20_000), strings.TrimSuffix(path, "…")) {
 			t.Errorf("path member is not a cut of the path close to the bound ended with …: %d bytes, %.40q…", len(encoded), path)
 		}
@@ -113,7 +115,7 @@ func TestSlogLinesEscapeControls(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	text := "a\u202eb\u0085c\x7fd\u2069e\u061c日\x01"
-	newJSONLogger(&buf).Error("oops", "value", text, "k\u202e", 1)
+	accesslog.NewJSONLogger(&buf).Error("oops", "value", text, "k\u202e", 1)
 	mustNotHoldRaw(t, "slog line", bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	var l map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &l); err != nil || l["value"] != text || l["k\u202e"] != 1.0 {

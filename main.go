@@ -13,11 +13,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"petstore/internal/bodybudget"
-	"petstore/internal/ratelimit"
 	"runtime"
 	"syscall"
 	"time"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/bodybudget"
+	"petstore/internal/openapi"
+	"petstore/internal/ratelimit"
 
 	"petstore/internal/connlimit"
 	"petstore/internal/logsink"
@@ -166,7 +169,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	}
 	sink := logsink.New(stderr, logsink.FlushSize, logsink.FlushDelay)
 	defer sink.Close()
-	log := newJSONLogger(sink.Direct())
+	log := accesslog.NewJSONLogger(sink.Direct())
 
 	commits := newCommitMetrics()
 	store, closeStore, err := openStoreFor(cfg, getenv, log, commits)
@@ -244,7 +247,7 @@ func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		log := newJSONLogger(stderr)
+		log := accesslog.NewJSONLogger(stderr)
 		if args[0] == "-export" && len(args) == 1 {
 			return exportCategories(cfg, log, stdout, stderr)
 		}
@@ -263,7 +266,7 @@ func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, comm
 	stopBoost := func() {}
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local disk sync for a second P to overlap.
-	if cfg.dataPath != memoryPath && !isEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
+	if cfg.dataPath != memoryPath && !store.IsEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
 		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
 			opts.OnBatch = boost.batch
 			stopBoost = boost.stop
@@ -322,7 +325,7 @@ func newHTTPServer(handler http.Handler, lim limits, conns *connlimit.Limiter, l
 		MaxHeaderBytes:    maxHeaderBlock - headerReadSlop,
 		ConnState:         conns.ConnState,
 		ConnContext:       conns.ConnContext,
-		ErrorLog:          newServerErrorLog(log, time.Now),
+		ErrorLog:          accesslog.ServerErrorLog(log, time.Now),
 		Protocols:         &protocols,
 		// What one HTTP/2 connection may make the server hold
 		// (docs/security.md, "HTTP/2"): maxStreams streams at once (more
@@ -480,7 +483,7 @@ func writeOpenAPI(getenv func(string) string, stdout io.Writer, v30 bool) error 
 		return err
 	}
 	if v30 {
-		if doc, err = convertOpenAPI30(doc); err != nil {
+		if doc, err = openapi.Convert30(doc); err != nil {
 			return err
 		}
 	}

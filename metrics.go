@@ -160,8 +160,8 @@ func (m *serviceMetrics) writeTo(out io.Writer) {
 	e.Family("petstore_store_commit_duration_seconds", "histogram", "Time of one journal write+fdatasync or one etcd txn.")
 	e.Histogram("petstore_store_commit_duration_seconds", "", &m.commits.duration)
 	var refused uint64
-	if rs, ok := m.store.(interface{ RecordsRefused() uint64 }); ok {
-		refused = rs.RecordsRefused()
+	if m.store != nil {
+		refused = m.store.RecordsRefused()
 	}
 	e.Family("petstore_store_records_refused_total", "counter", "Records in the store that are not served because they are not valid categories (another writer of the etcd prefix put them there).")
 	e.Sample("petstore_store_records_refused_total", "", float64(refused))

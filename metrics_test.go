@@ -9,11 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"petstore/internal/ratelimit"
-	"petstore/internal/store"
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/ratelimit"
+	"petstore/internal/store"
 )
 
 // withRateLimit limits requests per key with b.

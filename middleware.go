@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
-	"petstore/internal/connlimit"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/connlimit"
 )
 
 // requestFacts is what petstore learns about one request as it is served:
@@ -180,7 +182,7 @@ type requestState struct {
 //
 // Lines go to access, except those of answers with status 500 and above,
 // which go through log: access may be buffered (see logsink.Sink), errors are not.
-func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, next http.Handler) http.Handler {
+func logRequests(access *accesslog.Log, log *slog.Logger, metrics *serviceMetrics, next http.Handler) http.Handler {
 	var prefix [6]byte
 	rand.Read(prefix[:])
 	idPrefix := hex.EncodeToString(prefix[:]) + "-"
@@ -227,39 +229,39 @@ func logRequests(access *accessLog, log *slog.Logger, metrics *serviceMetrics, n
 }
 
 // logRequest counts and logs one request once it is answered.
-func logRequest(access *accessLog, log *slog.Logger, metrics *serviceMetrics, r *http.Request, facts *requestFacts, start time.Time) {
+func logRequest(access *accesslog.Log, log *slog.Logger, metrics *serviceMetrics, r *http.Request, facts *requestFacts, start time.Time) {
 	if facts.status == 0 { // nothing written: net/http answers 200
 		facts.status = http.StatusOK
 	}
 	took := time.Since(start)
 	metrics.observeRequest(r.Method, r.Pattern, facts.status, took)
-	line := accessLine{
-		time:      start, // when the request arrived; the duration says how long it took
-		method:    r.Method,
-		route:     r.Pattern,
-		path:      logPath(r.URL.Path),
-		status:    facts.status,
-		bytes:     facts.bytes,
-		duration:  float64(took.Microseconds()) / 1000,
-		requestID: facts.id,
+	line := accesslog.Line{
+		Time:       start, // when the request arrived; the duration says how long it took
+		Method:     r.Method,
+		Route:      r.Pattern,
+		Path:       accesslog.Path(r.URL.Path),
+		Status:     facts.status,
+		Bytes:      facts.bytes,
+		DurationMS: float64(took.Microseconds()) / 1000,
+		RequestID:  facts.id,
 	}
 	if facts.keyed {
-		line.key, line.keyed = facts.key, true
+		line.Key, line.Keyed = facts.key, true
 	}
 	if facts.err != nil {
-		line.err = logErrorText(facts.err)
+		line.Err = logErrorText(facts.err)
 	}
 	if facts.status < 500 {
-		access.write(&line)
+		access.Write(&line)
 		return
 	}
-	log.LogAttrs(r.Context(), slog.LevelError, "request", line.attrs()...)
+	log.LogAttrs(r.Context(), slog.LevelError, "request", line.Attrs()...)
 }
 
 // validRequestID accepts 1 to 128 characters of letters, digits and -._:
 // so that an id taken from a client is safe to echo and to log.
 func validRequestID(id string) bool {
-	return id != "" && len(id) <= 128 && requestIDChars.all(id)
+	return id != "" && len(id) <= 128 && requestIDChars.All(id)
 }
 
 // recoverPanics turns a panic in a handler into a 500 Error answer (when
@@ -276,7 +278,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 			}
 			err := fmt.Errorf("panic: %v", v)
 			facts := factsOf(r)
-			log.Error("handler panicked", "request_id", facts.id, "path", logPath(r.URL.Path), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.Error("handler panicked", "request_id", facts.id, "path", accesslog.Path(r.URL.Path), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if facts.status != 0 {
 				// The answer is under way and cannot become an Error:
 				// abort it, so that the client sees a broken answer, not

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"petstore/internal/catalog"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"petstore/internal/catalog"
 )
 
 // assignedInBuild reports whether the build's Unicode tables give r a

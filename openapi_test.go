@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"petstore/internal/store"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/openapi"
+	"petstore/internal/openapi/openapitest"
+	"petstore/internal/store"
 )
 
 // Tests of the OpenAPI document and of the deprecation mechanism: the
@@ -42,18 +45,6 @@ func fetchDocument(t *testing.T, env *testEnv) map[string]any {
 		t.Fatalf("the document is not JSON: %v", err)
 	}
 	return doc
-}
-
-// at follows keys from v through nested objects; nil when one is missing.
-func at(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }
 
 // documentedOperations maps "METHOD /full/path" (as in the route table) to
@@ -89,29 +80,29 @@ func TestOpenAPIDocument(t *testing.T) {
 	if v, _ := doc["openapi"].(string); !regexp.MustCompile(`^3\.1\.\d+$`).MatchString(v) {
 		t.Errorf("openapi: got %q, want 3.1.x", v)
 	}
-	if v := at(doc, "info", "version"); v != "1.0.0" {
+	if v := openapitest.At(doc, "info", "version"); v != "1.0.0" {
 		t.Errorf("info.version: got %v, want 1.0.0", v)
 	}
-	if v := at(doc, "info", "title"); v == nil || v == "" {
+	if v := openapitest.At(doc, "info", "title"); v == nil || v == "" {
 		t.Errorf("info.title is missing")
 	}
 
 	servers, _ := doc["servers"].([]any)
 	var names []string
 	for _, s := range servers {
-		url, _ := at(s, "url").(string)
-		names = append(names, fmt.Sprint(at(s, "description")))
+		url, _ := openapitest.At(s, "url").(string)
+		names = append(names, fmt.Sprint(openapitest.At(s, "description")))
 		variable := strings.Trim(url, "{}")
-		def, _ := at(s, "variables", variable, "default").(string)
+		def, _ := openapitest.At(s, "variables", variable, "default").(string)
 		if !strings.HasSuffix(def, "/v1") {
-			t.Errorf("server %v: url %q must be a variable whose default ends with /v1, got default %q", at(s, "description"), url, def)
+			t.Errorf("server %v: url %q must be a variable whose default ends with /v1, got default %q", openapitest.At(s, "description"), url, def)
 		}
 	}
 	if !slices.Equal(names, []string{"Production", "Staging"}) {
 		t.Errorf("servers: got %v, want Production and Staging", names)
 	}
 
-	if v := at(doc, "components", "securitySchemes", "bearerAuth"); at(v, "type") != "http" || at(v, "scheme") != "bearer" {
+	if v := openapitest.At(doc, "components", "securitySchemes", "bearerAuth"); openapitest.At(v, "type") != "http" || openapitest.At(v, "scheme") != "bearer" {
 		t.Errorf("bearerAuth security scheme: got %v", v)
 	}
 	security, _ := json.Marshal(doc["security"])
@@ -124,24 +115,24 @@ func TestOpenAPIDocument(t *testing.T) {
 		"Category":    {"id", "name"},
 		"Error":       {"code", "message", "status"},
 	} {
-		s := at(doc, "components", "schemas", schema)
-		if got, _ := at(s, "required").([]any); !slices.Equal(got, required) {
+		s := openapitest.At(doc, "components", "schemas", schema)
+		if got, _ := openapitest.At(s, "required").([]any); !slices.Equal(got, required) {
 			t.Errorf("schema %s: required %v, want %v", schema, got, required)
 		}
 	}
-	if id := at(doc, "components", "schemas", "Category", "properties", "id"); at(id, "type") != "integer" || at(id, "format") != "int64" {
+	if id := openapitest.At(doc, "components", "schemas", "Category", "properties", "id"); openapitest.At(id, "type") != "integer" || openapitest.At(id, "format") != "int64" {
 		t.Errorf("Category.id: got %v, want integer int64", id)
 	}
 	for _, schema := range []string{"NewCategory", "Category"} {
-		if r := at(doc, "components", "schemas", schema, "properties", "name", "$ref"); r != "#/components/schemas/CategoryName" {
+		if r := openapitest.At(doc, "components", "schemas", schema, "properties", "name", "$ref"); r != "#/components/schemas/CategoryName" {
 			t.Errorf("%s.name: got $ref %v, want #/components/schemas/CategoryName", schema, r)
 		}
 	}
-	if n := at(doc, "components", "schemas", "CategoryName"); at(n, "maxLength") != 100.0 || at(n, "minLength") != 1.0 {
+	if n := openapitest.At(doc, "components", "schemas", "CategoryName"); openapitest.At(n, "maxLength") != 100.0 || openapitest.At(n, "minLength") != 1.0 {
 		t.Errorf("CategoryName bounds: got %v, want 1..100", n)
 	}
 	var codes []string
-	for _, c := range at(doc, "components", "schemas", "Error", "properties", "code", "enum").([]any) {
+	for _, c := range openapitest.At(doc, "components", "schemas", "Error", "properties", "code", "enum").([]any) {
 		codes = append(codes, c.(string))
 	}
 	for code := range statusOf {
@@ -252,7 +243,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		wantID := rt.operationID
 		if head {
 			wantID += "Head"
-			if get := at(ops["GET "+rt.path], "responses").(map[string]any); len(get) != len(op["responses"].(map[string]any)) {
+			if get := openapitest.At(ops["GET "+rt.path], "responses").(map[string]any); len(get) != len(op["responses"].(map[string]any)) {
 				t.Errorf("%s: %d statuses, GET has %d", key, len(op["responses"].(map[string]any)), len(get))
 			}
 		}
@@ -274,7 +265,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 			t.Errorf("%s needs a key but does not document 401", key)
 		}
 		for status, r := range responses {
-			headers, _ := at(r, "headers").(map[string]any)
+			headers, _ := openapitest.At(r, "headers").(map[string]any)
 			if headers["X-Request-Id"] == nil {
 				t.Errorf("%s %s: X-Request-Id not documented", key, status)
 			}
@@ -286,9 +277,9 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 			}
 			code, _ := strconv.Atoi(status)
 			switch {
-			case head && at(r, "content") != nil:
+			case head && openapitest.At(r, "content") != nil:
 				t.Errorf("%s %s: a HEAD answer documented with a body", key, status)
-			case !head && code >= 400 && at(r, "content", "application/json", "schema", "$ref") != "#/components/schemas/Error":
+			case !head && code >= 400 && openapitest.At(r, "content", "application/json", "schema", "$ref") != "#/components/schemas/Error":
 				t.Errorf("%s %s: body is not the Error schema", key, status)
 			}
 		}
@@ -297,10 +288,10 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 				if status == "405" {
 					continue
 				}
-				if got := at(r, "headers", "Deprecation", "example"); got != "@1772600767" {
+				if got := openapitest.At(r, "headers", "Deprecation", "example"); got != "@1772600767" {
 					t.Errorf("%s %s: Deprecation value %v, want @1772600767 (the configured instant)", key, status, got)
 				}
-				if got := at(r, "headers", "Sunset", "example"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
+				if got := openapitest.At(r, "headers", "Sunset", "example"); got != "Mon, 09 Aug 2027 10:11:12 GMT" {
 					t.Errorf("%s %s: Sunset value %v, want the configured instant", key, status, got)
 				}
 			}
@@ -320,14 +311,14 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		"GET /v1/categories/{id}": {"Allow", "405"},
 		"GET /v1/store/orders":    {"WWW-Authenticate", "401"},
 	} {
-		if at(ops[key], "responses", want.status, "headers", want.header) == nil {
+		if openapitest.At(ops[key], "responses", want.status, "headers", want.header) == nil {
 			t.Errorf("%s %s: %s header not documented", key, want.status, want.header)
 		}
 	}
-	if got := at(ops["GET /v1/categories/{id}"], "x-stability"); got != "experimental" {
+	if got := openapitest.At(ops["GET /v1/categories/{id}"], "x-stability"); got != "experimental" {
 		t.Errorf("GET /v1/categories/{id}: x-stability %v, want experimental", got)
 	}
-	if got := at(ops["GET /v1/pets/{petId}"], "deprecated"); got != true {
+	if got := openapitest.At(ops["GET /v1/pets/{petId}"], "deprecated"); got != true {
 		t.Errorf("GET /v1/pets/{petId}: deprecated %v, want true", got)
 	}
 }
@@ -337,6 +328,7 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 func TestBuildOpenAPIRefusesDrift(t *testing.T) {
 	t.Parallel()
 	table := routes(deps{store: store.NewMemory(store.Options{}), pets: deprecation{at: beforePetsSunset, sunset: afterPetsSunset}}, nil, nil, nil)
+	buildOpenAPI := func(rs []route) ([]byte, error) { return openapi.Build(openAPIOperations(rs), statusOf) }
 	undescribed := append(slices.Clone(table), route{method: "DELETE", path: "/v1/categories/{id}", operationID: "deleteCategory", handler: http.NotFoundHandler()})
 	if _, err := buildOpenAPI(undescribed); err == nil || !strings.Contains(err.Error(), "deleteCategory") {
 		t.Errorf("a route the static parts do not describe: got %v, want an error naming it", err)
@@ -496,7 +488,7 @@ func undocumentedStatuses() ([]string, int, error) {
 		if !inBase {
 			docPath = path
 		}
-		return at(doc, "paths", docPath, strings.ToLower(method), "responses", strconv.Itoa(status)) != nil
+		return openapitest.At(doc, "paths", docPath, strings.ToLower(method), "responses", strconv.Itoa(status)) != nil
 	}
 
 	observedStatuses.Lock()

@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"petstore/internal/store"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 
 	"petstore/internal/etcd/etcdtest"
 )

@@ -2,10 +2,11 @@ package main
 
 import (
 	"net/http"
-	"petstore/internal/ratelimit"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/ratelimit"
 )
 
 // testClock is a clock a test moves by hand.

@@ -5,12 +5,16 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"petstore/internal/bodybudget"
-	"petstore/internal/ratelimit"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/bodybudget"
+	"petstore/internal/cors"
+	"petstore/internal/openapi"
+	"petstore/internal/ratelimit"
 
 	"petstore/internal/textcut"
 )
@@ -48,7 +52,7 @@ type deps struct {
 
 	commits   *commitMetrics     // the store reports its commits here; nil: none
 	rateLimit *ratelimit.Buckets // a request budget per key; nil: no limit
-	cors      *corsPolicy        // nil: CORS off
+	cors      *cors.Policy       // nil: CORS off
 	ready     *readiness         // set by newServer when nil
 
 	metrics *serviceMetrics // made by newServer
@@ -86,11 +90,11 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	if err := checkScopes(append(described, extra...)); err != nil {
 		return nil, nil, err
 	}
-	doc, err := buildOpenAPI(described)
+	doc, err := openapi.Build(openAPIOperations(described), statusOf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
 	}
-	doc30, err := convertOpenAPI30(doc)
+	doc30, err := openapi.Convert30(doc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the OpenAPI 3.0 document: %w", err)
 	}
@@ -180,9 +184,9 @@ func newHandler(table []route, d deps) http.Handler {
 	}))
 	h := closeWhileDraining(d.ready, closeAmbiguousFraming(recoverPanics(d.log, requireCleanPath(mux))))
 	if d.cors != nil {
-		h = corsHeaders(d.cors, h)
+		h = d.cors.Headers(h)
 	}
-	return logRequests(newAccessLog(d.access), d.log, d.metrics, h)
+	return logRequests(accesslog.New(d.access), d.log, d.metrics, h)
 }
 
 func methodNotAllowed(methods []string) http.Handler {

@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"petstore/internal/store"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/openapi/openapitest"
+	"petstore/internal/store"
 )
 
 // Keys of the scope tests, one per kind of grant. Test values, safe to print.
@@ -387,7 +389,7 @@ func TestOpenAPIScopes(t *testing.T) {
 		for _, method := range rt.methods() {
 			key := method + " " + rt.path
 			for version, op := range map[string]map[string]any{"3.1": ops31[key], "3.0": ops30[key]} {
-				forbidden := at(op, "responses", "403")
+				forbidden := openapitest.At(op, "responses", "403")
 				if rt.public {
 					if forbidden != nil {
 						t.Errorf("%s %s: a public operation documents 403", version, key)
@@ -398,17 +400,17 @@ func TestOpenAPIScopes(t *testing.T) {
 				if version == "3.0" {
 					want = []any{}
 				}
-				if got := at(op, "security"); fmt.Sprint(got) != fmt.Sprint([]any{map[string]any{"bearerAuth": want}}) {
+				if got := openapitest.At(op, "security"); fmt.Sprint(got) != fmt.Sprint([]any{map[string]any{"bearerAuth": want}}) {
 					t.Errorf("%s %s: security %v, want bearerAuth %v", version, key, got, want)
 				}
-				desc, _ := at(forbidden, "description").(string)
-				if !strings.Contains(desc, "`insufficient_scope`") || !strings.Contains(desc, "`"+rt.scope.String()+"`") || at(forbidden, "headers", "WWW-Authenticate") == nil {
+				desc, _ := openapitest.At(forbidden, "description").(string)
+				if !strings.Contains(desc, "`insufficient_scope`") || !strings.Contains(desc, "`"+rt.scope.String()+"`") || openapitest.At(forbidden, "headers", "WWW-Authenticate") == nil {
 					t.Errorf("%s %s: 403 %v, want insufficient_scope, the scope %s and WWW-Authenticate", version, key, forbidden, rt.scope)
 				}
 			}
 		}
 	}
-	if desc := at(ops31["POST /v1/categories"], "responses", "403", "description").(string); !strings.Contains(desc, "`quota_exceeded`") {
+	if desc := openapitest.At(ops31["POST /v1/categories"], "responses", "403", "description").(string); !strings.Contains(desc, "`quota_exceeded`") {
 		t.Errorf("POST /v1/categories: the 403 lost quota_exceeded: %s", desc)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"petstore/internal/catalog"
-	"petstore/internal/etcd"
 	"petstore/internal/store"
 )
 
@@ -34,6 +33,9 @@ type Store interface {
 	// Health returns why the store cannot take creates now, or nil. It
 	// never waits for a write.
 	Health() error
+	// RecordsRefused returns how many records the store found and did not
+	// serve, not being valid categories (written by another writer).
+	RecordsRefused() uint64
 	// Close waits for the creates under way and releases the store. The
 	// journal and etcd stores refuse creates after it (catalog.ErrStopping).
 	Close() error
@@ -46,7 +48,7 @@ func openStore(data string, etcdCfg store.EtcdConfig, opts store.Options) (Store
 	if data == memoryPath {
 		return store.NewMemory(opts), nil
 	}
-	if isEtcdURL(data) {
+	if store.IsEtcdURL(data) {
 		return store.OpenEtcd(etcdCfg, opts)
 	}
 	return store.OpenJournal(data, opts)
@@ -56,7 +58,7 @@ func openStore(data string, etcdCfg store.EtcdConfig, opts store.Options) (Store
 // reaching it: the stores speak of what failed, main of what to change.
 func storeError(err error) error {
 	switch {
-	case errors.Is(err, etcd.ErrCAFile):
+	case errors.Is(err, store.ErrCAFile):
 		return fmt.Errorf("PETSTORE_ETCD_CA_FILE: %w", err)
 	case errors.Is(err, store.ErrStartTimeout):
 		return fmt.Errorf("PETSTORE_DATA: %w; PETSTORE_ETCD_START_TIMEOUT sets how long to wait", err)

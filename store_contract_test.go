@@ -10,10 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"petstore/internal/catalog"
-	"petstore/internal/store"
 	"strings"
 	"testing"
+
+	"petstore/internal/catalog"
+	"petstore/internal/store"
 
 	"petstore/internal/etcd/etcdtest"
 )

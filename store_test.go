@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
-	"petstore/internal/journal"
-	"petstore/internal/store"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
+	"petstore/internal/journal"
+	"petstore/internal/store"
 
 	"petstore/internal/testkit"
 )

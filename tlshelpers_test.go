@@ -16,9 +16,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"petstore/internal/bodybudget"
 	"testing"
 	"time"
+
+	"petstore/internal/accesslog"
+	"petstore/internal/bodybudget"
 
 	"petstore/internal/connlimit"
 )
@@ -164,7 +166,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	}
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.bodies = bodybudget.New(lim.bodyBudget, maxBodyBytes, lim.readTimeout) })
 	logs := &lockedBuffer{}
-	log := newJSONLogger(logs)
+	log := accesslog.NewJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
 	srv.TLSConfig = newTLSPair(files, fileSettle, log).serverConfig()

@@ -18,7 +18,7 @@ import (
 // to w in the journal format (petstore -export): a file a journal-backed
 // petstore can start from. It says on stderr which store it reads.
 func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
-	if !isEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
+	if !store.IsEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
 		// Opening a journal creates a missing one: export must not.
 		if _, err := os.Stat(cfg.dataPath); err != nil {
 			return fmt.Errorf("PETSTORE_DATA: %w", err)
@@ -44,7 +44,7 @@ func exportSource(cfg config) string {
 	switch {
 	case cfg.dataPath == memoryPath:
 		return memoryPath
-	case isEtcdURL(cfg.dataPath):
+	case store.IsEtcdURL(cfg.dataPath):
 		return cfg.etcd.String()
 	}
 	return "journal " + cfg.dataPath
@@ -54,7 +54,7 @@ func exportSource(cfg config) string {
 // PETSTORE_DATA names, keeping ids (petstore -import). It refuses a prefix
 // that holds any key: merging two id sequences has no right answer.
 func importJournal(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
-	if !isEtcdURL(cfg.dataPath) {
+	if !store.IsEtcdURL(cfg.dataPath) {
 		return errors.New("PETSTORE_DATA: -import copies a journal into etcd; set PETSTORE_DATA=etcd://HOST:PORT[,…][/PREFIX]")
 	}
 	if _, err := os.Stat(path); err != nil {

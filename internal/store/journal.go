@@ -154,6 +154,10 @@ func (s *Journal) Health() error {
 	return nil
 }
 
+// RecordsRefused returns 0: a journal that holds a record replay refuses
+// does not open.
+func (s *Journal) RecordsRefused() uint64 { return 0 }
+
 // Close waits for the creates under way, refuses later ones
 // (catalog.ErrStopping) and closes the journal file.
 func (s *Journal) Close() error {

@@ -61,3 +61,6 @@ func (s *Memory) Health() error { return nil }
 
 // Close does nothing: a memory store holds nothing to release.
 func (s *Memory) Close() error { return nil }
+
+// RecordsRefused returns 0: a memory store holds only what it was given.
+func (s *Memory) RecordsRefused() uint64 { return 0 }

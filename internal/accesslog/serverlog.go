@@ -1,4 +1,4 @@
-package main
+package accesslog
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// newServerErrorLog returns the ErrorLog of the HTTP server: net/http's own
+// ServerErrorLog returns the ErrorLog of the HTTP server: net/http's own
 // lines, as warnings of log. A failed TLS handshake is the client's doing
 // (a scanner, a plain-HTTP request on the HTTPS port, an old TLS version),
 // and anyone can cause one per connection they open: those lines are
 // written at most one per handshakeLogEvery, each saying how many were left
 // out before it, so that a client without a key cannot fill the log.
-func newServerErrorLog(l *slog.Logger, now func() time.Time) *log.Logger {
+func ServerErrorLog(l *slog.Logger, now func() time.Time) *log.Logger {
 	return log.New(&serverErrorLog{log: l, now: now}, "", 0)
 }
 
@@ -24,7 +24,7 @@ const handshakeLogEvery = time.Second
 
 var handshakeError = []byte("http: TLS handshake error")
 
-// serverErrorLog writes net/http's lines to log; see newServerErrorLog.
+// serverErrorLog writes net/http's lines to log; see ServerErrorLog.
 type serverErrorLog struct {
 	log *slog.Logger
 	now func() time.Time

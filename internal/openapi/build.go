@@ -1,4 +1,4 @@
-package main
+package openapi
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"petstore/internal/rawjson"
 	"slices"
 	"strconv"
@@ -15,81 +14,65 @@ import (
 	"time"
 )
 
-// openAPIStatic holds the parts of the OpenAPI document that the route table
-// cannot say: schemas, servers, wording, and each operation's own responses.
+// staticJSON holds the parts of the document that the operations given to
+// Build cannot say: schemas, servers, wording, and each operation's own
+// responses.
 //
-//go:embed openapi_static.json
-var openAPIStatic []byte
+//go:embed static.json
+var staticJSON []byte
+
+// staticFile names static.json in Build's errors, for whoever must change it.
+const staticFile = "internal/openapi/static.json"
 
 // apiBase is the path segment the documented servers end with: the document's
-// paths are relative to it, and a route outside it (/healthz) is documented
-// with servers at the origin.
+// paths are relative to it, and an operation outside it (/healthz) is
+// documented with servers at the origin.
 const apiBase = "/v1"
 
-// staticParts is the shape of openapi_static.json.
+// staticParts is the shape of static.json.
 type staticParts struct {
 	Document      map[string]any            `json:"document"`      // the document, without paths
-	OriginServers []any                     `json:"originServers"` // servers of routes outside apiBase
+	OriginServers []any                     `json:"originServers"` // servers of operations outside apiBase
 	Errors        map[string]string         `json:"errors"`        // status → description of the answers middleware gives
 	Operations    map[string]map[string]any `json:"operations"`    // operationId → summary, parameters, own responses …
 }
 
-// handleDocument handles "GET /v1/openapi.json" and "GET /v1/openapi-3.0.json":
-// an OpenAPI document, built once at start by newServer.
-func handleDocument(doc []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, doc)
-	})
+// Operation is what the service says of one of its operations; static.json
+// says the rest.
+type Operation struct {
+	Method      string       // "GET", "POST" …
+	Path        string       // from the origin, base path included: "/v1/categories/{id}"
+	OperationID string       // names its description in static.json
+	Head        bool         // answers HEAD too, as a GET does: documented as an operation of its own
+	Public      bool         // needs no API key
+	Scope       string       // the key scope it needs, when not public
+	Stability   string       // "experimental", "beta" or ""
+	Deprecation *Deprecation // nil: not deprecated
 }
 
-// buildOpenAPI returns the OpenAPI 3.1 document of table. Everything a route
-// entry says (path, method, auth, deprecation, stability) comes from the
-// table; openapi_static.json must describe exactly the table's operations.
-func buildOpenAPI(table []route) ([]byte, error) {
+// Deprecation says when an operation was deprecated and when it goes away,
+// and the header values every answer of it carries to say so.
+type Deprecation struct {
+	At, Sunset        time.Time
+	DeprecationHeader string // the Deprecation value (RFC 9745)
+	SunsetHeader      string // the Sunset value (RFC 8594)
+}
+
+// Build returns the OpenAPI 3.1 document of ops, indented. Everything an
+// Operation says (path, method, auth, deprecation, stability) comes from
+// ops; static.json must describe exactly their operations. errorStatus maps
+// every error code an answer can carry to its HTTP status.
+func Build(ops []Operation, errorStatus map[string]int) ([]byte, error) {
 	var st staticParts
-	if err := json.Unmarshal(openAPIStatic, &st); err != nil {
-		return nil, fmt.Errorf("openapi_static.json: %w", err)
+	if err := json.Unmarshal(staticJSON, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", staticFile, err)
 	}
-	paths := map[string]map[string]any{}
-	described := map[string]bool{}
-	for _, rt := range table {
-		static, ok := st.Operations[rt.operationID]
-		if !ok {
-			return nil, fmt.Errorf("openapi_static.json does not describe %s %s (operation %q)", rt.method, rt.path, rt.operationID)
-		}
-		if described[rt.operationID] {
-			return nil, fmt.Errorf("operation %q is in the route table twice", rt.operationID)
-		}
-		described[rt.operationID] = true
-		op, err := describeOperation(rt, static, st.Errors)
-		if err != nil {
-			return nil, err
-		}
-		docPath, inBase := strings.CutPrefix(rt.path, apiBase)
-		item := paths[docPath]
-		if item == nil {
-			item = map[string]any{}
-			if !inBase {
-				docPath = rt.path
-				item["servers"] = st.OriginServers
-			}
-			paths[docPath] = item
-		}
-		for _, method := range rt.methods() {
-			if method == rt.method {
-				item[strings.ToLower(method)] = op
-			} else {
-				item[strings.ToLower(method)] = headOperation(op)
-			}
-		}
-	}
-	for id := range st.Operations {
-		if !described[id] {
-			return nil, fmt.Errorf("openapi_static.json describes operation %q, which no route serves", id)
-		}
+	paths, err := describePaths(ops, st)
+	if err != nil {
+		return nil, err
 	}
 	doc := st.Document
-	if err := describeErrorCodes(doc); err != nil {
+	if err := describeErrorCodes(doc, errorStatus); err != nil {
 		return nil, err
 	}
 	doc["security"] = []any{map[string]any{"bearerAuth": []any{}}}
@@ -97,25 +80,66 @@ func buildOpenAPI(table []route) ([]byte, error) {
 	return marshalDocument(doc)
 }
 
-// describeErrorCodes fills in the Error schema's code from the one table of
-// errors (statusOf): enum, every code by status, and x-status, the status
-// of each.
-func describeErrorCodes(doc map[string]any) error {
+// describePaths returns the document's path items: each operation of ops
+// described, under its path relative to apiBase.
+func describePaths(ops []Operation, st staticParts) (map[string]map[string]any, error) {
+	paths := map[string]map[string]any{}
+	described := map[string]bool{}
+	for _, o := range ops {
+		static, ok := st.Operations[o.OperationID]
+		if !ok {
+			return nil, fmt.Errorf("%s does not describe %s %s (operation %q)", staticFile, o.Method, o.Path, o.OperationID)
+		}
+		if described[o.OperationID] {
+			return nil, fmt.Errorf("operation %q is given twice", o.OperationID)
+		}
+		described[o.OperationID] = true
+		op, err := describeOperation(o, static, st.Errors)
+		if err != nil {
+			return nil, err
+		}
+		docPath, inBase := strings.CutPrefix(o.Path, apiBase)
+		item := paths[docPath]
+		if item == nil {
+			item = map[string]any{}
+			if !inBase {
+				docPath = o.Path
+				item["servers"] = st.OriginServers
+			}
+			paths[docPath] = item
+		}
+		item[strings.ToLower(o.Method)] = op
+		if o.Head {
+			item["head"] = headOperation(op)
+		}
+	}
+	for id := range st.Operations {
+		if !described[id] {
+			return nil, fmt.Errorf("%s describes operation %q, which no operation given is", staticFile, id)
+		}
+	}
+	return paths, nil
+}
+
+// describeErrorCodes fills in the Error schema's code from errorStatus, the
+// service's one table of errors: enum, every code by status, and x-status,
+// the status of each.
+func describeErrorCodes(doc map[string]any, errorStatus map[string]int) error {
 	components, _ := doc["components"].(map[string]any)
 	schemas, _ := components["schemas"].(map[string]any)
 	errSchema, _ := schemas["Error"].(map[string]any)
 	props, _ := errSchema["properties"].(map[string]any)
 	code, ok := props["code"].(map[string]any)
 	if !ok {
-		return fmt.Errorf("openapi_static.json has no Error schema with a code property")
+		return fmt.Errorf("%s has no Error schema with a code property", staticFile)
 	}
-	codes := slices.SortedFunc(maps.Keys(statusOf), func(a, b string) int {
-		return cmp.Or(cmp.Compare(statusOf[a], statusOf[b]), strings.Compare(a, b))
+	codes := slices.SortedFunc(maps.Keys(errorStatus), func(a, b string) int {
+		return cmp.Or(cmp.Compare(errorStatus[a], errorStatus[b]), strings.Compare(a, b))
 	})
 	enum := make([]any, len(codes))
 	statuses := make(map[string]any, len(codes))
 	for i, c := range codes {
-		enum[i], statuses[c] = c, statusOf[c]
+		enum[i], statuses[c] = c, errorStatus[c]
 	}
 	code["enum"], code["x-status"] = enum, statuses
 	return nil
@@ -166,38 +190,38 @@ func cmpRank(a, b int) int {
 }
 
 // describeOperation completes an operation's static description with what
-// its route entry implies: the answers its middleware gives (401, 410, 500;
+// o implies: the answers the service's middleware gives it (401, 410, 500;
 // 405 from its path), the headers of every answer, its security, its
 // deprecation and its stability.
-func describeOperation(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
+func describeOperation(o Operation, static map[string]any, errs map[string]string) (map[string]any, error) {
 	op := maps.Clone(static)
-	op["operationId"] = rt.operationID
+	op["operationId"] = o.OperationID
 	params, _ := op["parameters"].([]any)
 	op["parameters"] = append(slices.Clone(params), ref("#/components/parameters/RequestId"))
-	if rt.public {
+	if o.Public {
 		op["security"] = []any{}
 	} else {
 		// OpenAPI 3.1 lets a requirement of a bearer scheme name roles:
 		// here the key scope the operation needs.
-		op["security"] = []any{map[string]any{"bearerAuth": []any{rt.scope.String()}}}
+		op["security"] = []any{map[string]any{"bearerAuth": []any{o.Scope}}}
 	}
-	if rt.stability != "" {
-		op["x-stability"] = rt.stability
+	if o.Stability != "" {
+		op["x-stability"] = o.Stability
 	}
 	var deprecationHeaders map[string]any
-	if dep := rt.deprecation; dep != nil {
+	if dep := o.Deprecation; dep != nil {
 		deprecationHeaders = describeDeprecation(op, dep)
 	}
-	responses, err := impliedResponses(rt, static, errs)
+	responses, err := impliedResponses(o, static, errs)
 	if err != nil {
 		return nil, err
 	}
 	for status, r := range responses {
 		resp, ok := r.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("operation %q: response %s is not an object", rt.operationID, status)
+			return nil, fmt.Errorf("operation %q: response %s is not an object", o.OperationID, status)
 		}
-		responses[status] = describeResponse(rt, status, resp, deprecationHeaders)
+		responses[status] = describeResponse(o, status, resp, deprecationHeaders)
 	}
 	op["responses"] = responses
 	return op, nil
@@ -205,40 +229,39 @@ func describeOperation(rt route, static map[string]any, errs map[string]string) 
 
 // describeDeprecation marks op deprecated as of dep, says when in its
 // description, and returns the headers its answers carry for it.
-func describeDeprecation(op map[string]any, dep *deprecation) map[string]any {
+func describeDeprecation(op map[string]any, dep *Deprecation) map[string]any {
 	op["deprecated"] = true
-	op["x-sunset"] = dep.sunset.UTC().Format(time.RFC3339)
+	op["x-sunset"] = dep.Sunset.UTC().Format(time.RFC3339)
 	desc, _ := op["description"].(string)
 	op["description"] = strings.TrimSpace(fmt.Sprintf("%s\n\nDeprecated as of %s; its sunset is %s, from which on it answers 410 `gone`.",
-		desc, dep.at.UTC().Format(time.RFC3339), dep.sunset.UTC().Format(time.RFC3339)))
-	deprecated, sunset := dep.headerValues()
+		desc, dep.At.UTC().Format(time.RFC3339), dep.Sunset.UTC().Format(time.RFC3339)))
 	return map[string]any{
-		"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", deprecated),
-		"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", sunset),
+		"Deprecation": configuredHeader("When the operation was deprecated (RFC 9745): `@` and Unix seconds.", dep.DeprecationHeader),
+		"Sunset":      configuredHeader("When the operation goes away (RFC 8594); from then on it answers 410.", dep.SunsetHeader),
 	}
 }
 
-// impliedResponses returns the operation's own responses and those its
-// route's middleware gives (400, 405 and 500 always; 401, 403 and 429 past
+// impliedResponses returns the operation's own responses and those the
+// service's middleware gives it (400, 405 and 500 always; 401, 403 and 429 past
 // the key check; 410 once deprecated), described from errs where the
 // operation does not word them itself. The 403 of a key without the scope
 // names the scope and comes before the operation's own 403, if it has one.
-func impliedResponses(rt route, static map[string]any, errs map[string]string) (map[string]any, error) {
+func impliedResponses(o Operation, static map[string]any, errs map[string]string) (map[string]any, error) {
 	own, _ := static["responses"].(map[string]any)
 	responses := maps.Clone(own)
 	implied := []string{"400", "405", "500"} // 400: every operation checks its query (docs/api.md, "Pages and look-up by name")
-	if !rt.public {
+	if !o.Public {
 		implied = append(implied, "401", "429")
 	}
-	if rt.deprecation != nil {
+	if o.Deprecation != nil {
 		implied = append(implied, "410")
 	}
-	if !rt.public {
+	if !o.Public {
 		scoped, ok := errs["403"]
 		if !ok {
-			return nil, fmt.Errorf("openapi_static.json has no description of status 403")
+			return nil, fmt.Errorf("%s has no description of status 403", staticFile)
 		}
-		scoped = strings.ReplaceAll(scoped, "{scope}", rt.scope.String())
+		scoped = strings.ReplaceAll(scoped, "{scope}", o.Scope)
 		if own, ok := responses["403"].(map[string]any); ok {
 			own = maps.Clone(own)
 			own["description"] = scoped + " " + fmt.Sprint(own["description"])
@@ -253,7 +276,7 @@ func impliedResponses(rt route, static map[string]any, errs map[string]string) (
 		}
 		desc, ok := errs[status]
 		if !ok {
-			return nil, fmt.Errorf("openapi_static.json has no description of status %s", status)
+			return nil, fmt.Errorf("%s has no description of status %s", staticFile, status)
 		}
 		responses[status] = map[string]any{"description": desc}
 	}
@@ -261,8 +284,8 @@ func impliedResponses(rt route, static map[string]any, errs map[string]string) (
 }
 
 // describeResponse returns a copy of the answer resp with status, given the
-// headers and Error body every such answer of rt carries.
-func describeResponse(rt route, status string, resp, deprecationHeaders map[string]any) map[string]any {
+// headers and Error body every such answer of o carries.
+func describeResponse(o Operation, status string, resp, deprecationHeaders map[string]any) map[string]any {
 	resp = maps.Clone(resp)
 	headers, _ := resp["headers"].(map[string]any)
 	headers = maps.Clone(headers)
@@ -272,7 +295,7 @@ func describeResponse(rt route, status string, resp, deprecationHeaders map[stri
 	headers["X-Request-Id"] = ref("#/components/headers/X-Request-Id")
 	switch status {
 	case "401", "403":
-		if !rt.public {
+		if !o.Public {
 			headers["WWW-Authenticate"] = ref("#/components/headers/WWW-Authenticate")
 		}
 	case "405":
@@ -281,7 +304,7 @@ func describeResponse(rt route, status string, resp, deprecationHeaders map[stri
 	if status != "405" { // a 405 answers for the path, not for this operation
 		maps.Copy(headers, deprecationHeaders)
 	}
-	if !rt.public && status != "401" && status != "405" { // answers past the key check
+	if !o.Public && status != "401" && status != "405" { // answers past the key check
 		headers["RateLimit-Policy"] = ref("#/components/headers/RateLimit-Policy")
 		headers["RateLimit"] = ref("#/components/headers/RateLimit")
 	}
@@ -295,7 +318,7 @@ func describeResponse(rt route, status string, resp, deprecationHeaders map[stri
 	return resp
 }
 
-// headOperation describes the HEAD that every GET route answers: the same
+// headOperation describes the HEAD that a GET answers too: the same
 // statuses and headers, no body.
 func headOperation(get map[string]any) map[string]any {
 	head := maps.Clone(get)

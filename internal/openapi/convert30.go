@@ -1,4 +1,4 @@
-package main
+package openapi
 
 import (
 	"encoding/json"
@@ -27,9 +27,9 @@ var schemaOnly31 = []string{
 	"patternProperties", "if", "then", "else",
 }
 
-// convertOpenAPI30 returns doc31, an OpenAPI 3.1 document, expressed in
-// OpenAPI 3.0.3.
-func convertOpenAPI30(doc31 []byte) ([]byte, error) {
+// Convert30 returns doc31, an OpenAPI 3.1 document, expressed in OpenAPI
+// 3.0.3, indented as Build indents.
+func Convert30(doc31 []byte) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(doc31, &doc); err != nil {
 		return nil, fmt.Errorf("the OpenAPI 3.1 document: %w", err)

@@ -1,0 +1,136 @@
+package accesslog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"log/slog"
+	"math"
+	"petstore/internal/rawjson"
+	"strings"
+	"testing"
+	"time"
+)
+
+// slogLine is what a logger of NewJSONLogger writes for l.
+func slogLine(t testing.TB, l Line) string {
+	t.Helper()
+	var buf bytes.Buffer
+	record := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+	record.AddAttrs(l.Attrs()...)
+	if err := slog.NewJSONHandler(logEscaper{&buf}, nil).Handle(context.Background(), record); err != nil {
+		t.Fatalf("slog: %v", err)
+	}
+	return buf.String()
+}
+
+func TestAccessLineMatchesSlog(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 22, 8, 4, 40, 675450441, time.UTC)
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	base := Line{Time: at, Method: "GET", Route: "GET /v1/categories", Path: "/v1/categories",
+		Status: 200, Bytes: 4101, DurationMS: 0.011, RequestID: "a1b2c3d4e5f6-17"}
+	tests := []struct {
+		name string
+		edit func(l *Line)
+	}{
+		{"plain", func(*Line) {}},
+		{"error message", func(l *Line) { l.Status, l.Err = 409, "conflict: a category named \"dog\" already exists" }},
+		{"4xx with error", func(l *Line) { l.Status, l.Err = 401, `unauthorized: missing API key "x"` }},
+		{"no route", func(l *Line) { l.Route, l.Status = "", 404 }},
+		{"html characters", func(l *Line) { l.Path = "/v1/<script>&amp;" }},
+		{"control characters", func(l *Line) { l.Path = "/a\x00b\x08c\x0cd\ne\rf\tg\x1f\x7f" }},
+		{"quotes and backslashes", func(l *Line) { l.Err = `say "hi" \ bye` }},
+		{"line separators", func(l *Line) { l.Path = "/x\u2028y\u2029z" }},
+		{"DEL and C1 controls", func(l *Line) { l.Path = "/a\x7fb\u0080c\u0085d\u009f" }},
+		{"bidirectional controls", func(l *Line) {
+			l.Path, l.Err = "/\u202eab\u2066c\u2069\u200e\u200f\u061c", "not_found: no such path: /\u202eab"
+		}},
+		{"invalid UTF-8", func(l *Line) { l.Path = "/\xff\xfe/é/\xc3" }},
+		{"non-ASCII", func(l *Line) { l.Path = "/v1/catégories/日本/🐈" }},
+		{"zero duration", func(l *Line) { l.DurationMS = 0 }},
+		{"long duration", func(l *Line) { l.DurationMS = 1234567.891 }},
+		{"whole duration", func(l *Line) { l.DurationMS = 3 }},
+		{"time with zeros trimmed", func(l *Line) { l.Time = time.Date(2026, 1, 2, 3, 4, 5, 100000000, time.UTC) }},
+		{"time on the second", func(l *Line) { l.Time = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }},
+		{"time in another zone", func(l *Line) { l.Time = at.In(zone) }},
+		{"time with a monotonic reading", func(l *Line) { l.Time = time.Now() }},
+		{"big numbers", func(l *Line) { l.Bytes, l.Status = math.MaxInt64, 999 }},
+		{"negative duration", func(l *Line) { l.DurationMS = -1.5 }},
+		{"tiny duration", func(l *Line) { l.DurationMS = 5e-7 }},
+		{"huge duration", func(l *Line) { l.DurationMS = 3e21 }},
+		{"zero time", func(l *Line) { l.Time = time.Time{} }},
+		{"key fingerprint", func(l *Line) { l.Key, l.Keyed = sha256.Sum256([]byte("test")), true }},
+		{"key fingerprint and error", func(l *Line) {
+			l.Key, l.Keyed, l.Status, l.Err = sha256.Sum256([]byte("test")), true, 429, "rate_limited: too many"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := base
+			tt.edit(&l)
+			if got, want := string(l.AppendJSON(nil)), slogLine(t, l); got != want {
+				t.Errorf("access line differs from slog's:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+func FuzzAccessLine(f *testing.F) {
+	f.Add("GET", "GET /v1/categories", "/v1/categories", "id-1", "", 200, int64(12), int64(11), int64(1763798680675450441))
+	f.Add("POST", "", "/\xff<&>\u2028", "", "conflict: \"x\"", 409, int64(0), int64(0), int64(0))
+	f.Add("GET", "", "/\u202e\x7f\u0085", "", "x\u2066\u009b", 404, int64(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, method, route, path, requestID, errText string, status int, bytes, micros, nanos int64) {
+		l := Line{
+			Time: time.Unix(0, nanos).UTC(), Method: method, Route: route, Path: path,
+			Status: status, Bytes: bytes, DurationMS: float64(micros) / 1000, RequestID: requestID, Err: errText,
+		}
+		if nanos == 0 {
+			l.Time = time.Time{} // slog leaves a zero time out
+		}
+		if y := l.Time.Year(); y < 0 || y >= 10000 {
+			t.Skip("slog refuses years outside 0..9999; a request's time is now")
+		}
+		got := string(l.AppendJSON(nil))
+		if want := slogLine(t, l); got != want {
+			t.Errorf("access line differs from slog's:\n got %q\nwant %q", got, want)
+		}
+		if strings.ContainsFunc(got, rawjson.HiddenControl) {
+			t.Errorf("access line holds a control or bidirectional control raw: %q", got)
+		}
+	})
+}
+
+func BenchmarkAccessLine(b *testing.B) {
+	l := Line{Time: time.Now(), Method: "GET", Route: "GET /v1/categories", Path: "/v1/categories",
+		Status: 200, Bytes: 4101, DurationMS: 0.011, RequestID: "a1b2c3d4e5f6-17"}
+	b.Run("appendJSON", func(b *testing.B) {
+		a := New(io.Discard)
+		b.ReportAllocs()
+		for range b.N {
+			a.Write(&l)
+		}
+	})
+	b.Run("slog", func(b *testing.B) {
+		log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+		b.ReportAllocs()
+		for range b.N {
+			log.LogAttrs(context.Background(), slog.LevelInfo, "request", l.Attrs()...)
+		}
+	})
+}
+
+// A keyed line names the key by its fingerprint: the first 8 hex digits of
+// its SHA-256, as Fingerprint gives them.
+func TestAccessLineKeyFingerprint(t *testing.T) {
+	t.Parallel()
+	d := sha256.Sum256([]byte("test"))
+	if got, want := Fingerprint(d), "9f86d081"; got != want {
+		t.Fatalf("fingerprint: got %q, want %q", got, want)
+	}
+	l := Line{Method: "GET", Status: 200, Key: d, Keyed: true}
+	if got, want := string(l.AppendJSON(nil)), `,"key":"9f86d081"}`; !strings.Contains(got, want) {
+		t.Errorf("access line %s: want it to hold %s", got, want)
+	}
+}
