@@ -20,6 +20,7 @@ import (
 	"petstore/internal/accesslog"
 	"petstore/internal/bodybudget"
 	"petstore/internal/openapi"
+	"petstore/internal/procs"
 	"petstore/internal/ratelimit"
 
 	"petstore/internal/connlimit"
@@ -267,9 +268,9 @@ func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, comm
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local disk sync for a second P to overlap.
 	if cfg.dataPath != memoryPath && !store.IsEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
-		if boost := newProcsBoost(runtime.GOMAXPROCS(0), log); boost != nil {
-			opts.OnBatch = boost.batch
-			stopBoost = boost.stop
+		if boost := procs.New(runtime.GOMAXPROCS(0), log); boost != nil {
+			opts.OnBatch = boost.Batch
+			stopBoost = boost.Stop
 		}
 	}
 	s, err := openStore(cfg.dataPath, cfg.etcd, opts)

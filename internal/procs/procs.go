@@ -1,4 +1,18 @@
-package main
+// Package procs raises GOMAXPROCS to 2 while a journal is being written
+// and puts it back once writes have stopped for a while.
+//
+// The journal's writer goroutine blocks in write and fdatasync. With a
+// single P (a process limited to one CPU, by taskset or a cpuset) Go lets
+// requests wait behind that system call: pinned to one CPU, 64 concurrent
+// durable creates had a p99 of 40–840 ms with one P and 9.6 ms with two
+// (make bench-load). But a second P on one CPU costs reads: GET of 100
+// categories fell from 28k to 24.5k requests/s and its p99 rose from 5 ms
+// to 18 ms. So the second P is there only while creates are being made
+// durable.
+//
+// A Boost is safe for concurrent use. GOMAXPROCS belongs to the process:
+// run one Boost, and one petstore, per process.
+package procs
 
 import (
 	"log/slog"
@@ -8,19 +22,14 @@ import (
 	"time"
 )
 
-// procsBoost raises GOMAXPROCS to 2 while the journal is being written and
-// puts it back once writes have stopped for a while.
-//
-// The journal's writer goroutine blocks in write and fdatasync. With a single P
-// (a process limited to one CPU, by taskset or a cpuset) Go lets requests
-// wait behind that system call: pinned to one CPU, 64 concurrent durable
-// creates had a p99 of 40–840 ms with one P and 9.6 ms with two (make
-// bench-load). But a second P on one CPU costs reads: GET of 100 categories
-// fell from 28k to 24.5k requests/s and its p99 rose from 5 ms to 18 ms. So
-// the second P is there only while creates are being made durable.
-//
-// GOMAXPROCS belongs to the process: run one petstore per process.
-type procsBoost struct {
+const (
+	boostedProcs   = 2
+	boostIdleAfter = 10 * time.Second
+)
+
+// Boost raises GOMAXPROCS on a journal batch (Batch) and restores the
+// runtime's default once no batch came for 10 s, or at Stop.
+type Boost struct {
 	set       func(int) int // runtime.GOMAXPROCS
 	restore   func()        // back to the runtime's own default
 	now       func() time.Time
@@ -36,28 +45,25 @@ type procsBoost struct {
 	stopped bool
 }
 
-const (
-	boostedProcs   = 2
-	boostIdleAfter = 10 * time.Second
-)
-
-// newProcsBoost returns a boost for a process whose GOMAXPROCS is base, or
-// nil when base is 2 or more already and there is nothing to do.
-func newProcsBoost(base int, log *slog.Logger) *procsBoost {
+// New returns a boost for a process whose GOMAXPROCS is base, or nil when
+// base is 2 or more already and there is nothing to do. It logs each
+// raise and each restore to log.
+func New(base int, log *slog.Logger) *Boost {
 	if base >= boostedProcs {
 		return nil
 	}
 	// Restoring with SetDefaultGOMAXPROCS, not GOMAXPROCS(base), gives the
 	// runtime back its own choice, which follows the CPU limit (cgroup quota
 	// or affinity) as it changes.
-	return &procsBoost{set: runtime.GOMAXPROCS, restore: runtime.SetDefaultGOMAXPROCS, now: time.Now, start: time.Now(), idleAfter: boostIdleAfter, log: log}
+	return &Boost{set: runtime.GOMAXPROCS, restore: runtime.SetDefaultGOMAXPROCS, now: time.Now, start: time.Now(), idleAfter: boostIdleAfter, log: log}
 }
 
-func (b *procsBoost) since() int64 { return int64(b.now().Sub(b.start)) }
+func (b *Boost) since() int64 { return int64(b.now().Sub(b.start)) }
 
-// batch is called by the journal writer before each batch: it raises
-// GOMAXPROCS if it is not raised already. It costs an atomic store when it is.
-func (b *procsBoost) batch(int) {
+// Batch is called by the journal writer before each batch (of any size):
+// it raises GOMAXPROCS if it is not raised already. It costs an atomic
+// store when it is.
+func (b *Boost) Batch(int) {
 	b.lastBatch.Store(b.since())
 	if b.boosted.Load() {
 		return
@@ -70,7 +76,7 @@ func (b *procsBoost) batch(int) {
 }
 
 // raise sets the second P and arranges a check. Callers hold mu.
-func (b *procsBoost) raise() {
+func (b *Boost) raise() {
 	b.set(boostedProcs)
 	b.boosted.Store(true)
 	b.log.Info("journal writes: GOMAXPROCS raised so that fsyncs do not stall requests", "gomaxprocs", boostedProcs)
@@ -82,7 +88,7 @@ func (b *procsBoost) raise() {
 }
 
 // check lowers GOMAXPROCS once no batch came for idleAfter, else looks again.
-func (b *procsBoost) check() {
+func (b *Boost) check() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || !b.boosted.Load() {
@@ -103,8 +109,8 @@ func (b *procsBoost) check() {
 	}
 }
 
-// stop restores GOMAXPROCS and ends the boost: later batches change nothing.
-func (b *procsBoost) stop() {
+// Stop restores GOMAXPROCS and ends the boost: later batches change nothing.
+func (b *Boost) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
