@@ -8,6 +8,9 @@ import (
 	"petstore/internal/textcut"
 )
 
+// preflightStatuses are the statuses preflight answers with.
+var preflightStatuses = []int{http.StatusNoContent, http.StatusForbidden, http.StatusMethodNotAllowed}
+
 // preflight answers OPTIONS on a path whose methods are methods. A request
 // with Origin and Access-Control-Request-Method is a preflight, which needs
 // no key; anything else is 405, as OPTIONS is without CORS.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +25,9 @@ type serviceMetrics struct {
 	routes   map[string]int // route pattern → index into the arrays below
 	patterns []string       // index → route label; the last is "unmatched"
 
-	requests  [][len(metricMethods)][statusSlots]atomic.Uint64 // route, method, status
-	durations []metrics.Histogram                              // one per route
+	requests  []requestCounters   // one per route
+	other     otherStatuses       // answers with a status their route does not list
+	durations []metrics.Histogram // one per route
 
 	commits   *commitMetrics
 	store     Store     // for the number of categories
@@ -52,8 +56,37 @@ func (c *commitMetrics) observe(n int, d time.Duration) {
 // "OTHER", so a client cannot make new series by inventing methods.
 var metricMethods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"}
 
-// statusSlots covers the status codes 100 to 599.
-const statusSlots = 500
+// metricRoute is a route pattern as ServeMux reports it in
+// Request.Pattern, with the statuses its answers are expected to have
+// (the operation's documented responses); it may answer others, which
+// are counted apart.
+type metricRoute struct {
+	pattern  string
+	statuses []int // ascending
+}
+
+// requestCounters count the answers of one route by method and status:
+// one counter per method for each status the route lists.
+type requestCounters struct {
+	statuses []int
+	counts   []atomic.Uint64 // [method*len(statuses) + index of the status]
+}
+
+// otherStatuses counts the answers whose status their route does not list
+// (a route a test adds, a status no operation documents): rare, so a map
+// under a lock, which keeps every count exact without a slot for each of
+// the 500 statuses on every route.
+type otherStatuses struct {
+	mu sync.Mutex
+	n  map[requestSeries]uint64
+}
+
+// requestSeries is one sample of petstore_http_requests_total.
+type requestSeries struct{ route, method, status int }
+
+// unmatchedStatuses are what a request no route pattern matched is
+// answered: no such path, no such method on a path, a path refused.
+var unmatchedStatuses = []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed}
 
 // Histogram bounds. Requests take microseconds to milliseconds here; the
 // upper buckets catch stalls (a slow fdatasync, a slow client).
@@ -64,27 +97,31 @@ var (
 
 const unmatchedRoute = "unmatched"
 
-// newServiceMetrics lays out the counters for the route patterns of a
-// table (as ServeMux reports them in Request.Pattern). commits may be nil
-// (a store that reports none).
-func newServiceMetrics(patterns []string, commits *commitMetrics, store Store) *serviceMetrics {
+// newServiceMetrics lays out the counters for the routes of a table.
+// commits may be nil (a store that reports none).
+func newServiceMetrics(routes []metricRoute, commits *commitMetrics, store Store) *serviceMetrics {
 	if commits == nil {
 		commits = newCommitMetrics()
 	}
 	m := &serviceMetrics{
-		routes:  make(map[string]int, len(patterns)),
+		routes:  make(map[string]int, len(routes)),
 		start:   metrics.ProcessStart(),
 		commits: commits,
 		store:   store,
+		other:   otherStatuses{n: map[requestSeries]uint64{}},
 	}
-	for _, p := range patterns {
-		if _, dup := m.routes[p]; !dup {
-			m.routes[p] = len(m.patterns)
-			m.patterns = append(m.patterns, p)
+	for _, rt := range append(routes, metricRoute{pattern: unmatchedRoute, statuses: unmatchedStatuses}) {
+		if _, dup := m.routes[rt.pattern]; dup {
+			continue
 		}
+		m.routes[rt.pattern] = len(m.patterns)
+		m.patterns = append(m.patterns, rt.pattern)
+		m.requests = append(m.requests, requestCounters{
+			statuses: rt.statuses,
+			counts:   make([]atomic.Uint64, len(metricMethods)*len(rt.statuses)),
+		})
 	}
-	m.patterns = append(m.patterns, unmatchedRoute)
-	m.requests = make([][len(metricMethods)][statusSlots]atomic.Uint64, len(m.patterns))
+	delete(m.routes, unmatchedRoute) // a pattern a route could have
 	m.durations = make([]metrics.Histogram, len(m.patterns))
 	for i := range m.durations {
 		m.durations[i] = metrics.NewHistogram(durationBounds, 1e-9)
@@ -101,11 +138,50 @@ func (m *serviceMetrics) observeRequest(method, pattern string, status int, took
 	if !ok {
 		route = len(m.patterns) - 1
 	}
-	if status < 100 || status >= 100+statusSlots {
+	if status < 100 || status > 599 {
 		status = 500 // a status net/http would refuse to write
 	}
-	m.requests[route][methodIndex(method)][status-100].Add(1)
+	mi := methodIndex(method)
+	c := &m.requests[route]
+	if i := slices.Index(c.statuses, status); i >= 0 {
+		c.counts[mi*len(c.statuses)+i].Add(1)
+	} else {
+		m.other.mu.Lock()
+		m.other.n[requestSeries{route, mi, status}]++
+		m.other.mu.Unlock()
+	}
 	m.durations[route].Observe(uint64(max(took, 0)))
+}
+
+// requestSample is one sample of petstore_http_requests_total.
+type requestSample struct {
+	requestSeries
+	n uint64
+}
+
+// requestSamples returns the nonzero request counts, listed and other, in
+// the order of route, method and status. A status is counted either in
+// its route's list or among the others, never both.
+func (m *serviceMetrics) requestSamples() []requestSample {
+	var out []requestSample
+	for route, c := range m.requests {
+		for method := range metricMethods {
+			for i, status := range c.statuses {
+				if n := c.counts[method*len(c.statuses)+i].Load(); n > 0 {
+					out = append(out, requestSample{requestSeries{route, method, status}, n})
+				}
+			}
+		}
+	}
+	m.other.mu.Lock()
+	for series, n := range m.other.n {
+		out = append(out, requestSample{series, n})
+	}
+	m.other.mu.Unlock()
+	slices.SortFunc(out, func(a, b requestSample) int {
+		return cmp.Or(cmp.Compare(a.route, b.route), cmp.Compare(a.method, b.method), cmp.Compare(a.status, b.status))
+	})
+	return out
 }
 
 func methodIndex(method string) int {
@@ -138,14 +214,8 @@ func (m *serviceMetrics) writeTo(out io.Writer) {
 	defer e.Flush()
 
 	e.Family("petstore_http_requests_total", "counter", "HTTP requests answered, by method, route pattern and status code.")
-	for route, name := range m.patterns {
-		for method := range metricMethods {
-			for slot := range statusSlots {
-				if n := m.requests[route][method][slot].Load(); n > 0 {
-					e.Sample("petstore_http_requests_total", `method="`+metricMethods[method]+`",route="`+metrics.EscapeLabel(name)+`",code="`+strconv.Itoa(slot+100)+`"`, float64(n))
-				}
-			}
-		}
+	for _, s := range m.requestSamples() {
+		e.Sample("petstore_http_requests_total", `method="`+metricMethods[s.method]+`",route="`+metrics.EscapeLabel(m.patterns[s.route])+`",code="`+strconv.Itoa(s.status)+`"`, float64(s.n))
 	}
 	e.Family("petstore_http_request_duration_seconds", "histogram", "Time from a request's arrival to the end of its answer, by route pattern.")
 	for route, name := range m.patterns {

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/internal/ratelimit"
 	"petstore/internal/store"
@@ -309,4 +311,110 @@ func TestDocsScrapeConfig(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "SUCCESS") {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
+}
+
+// Request counters have room for the statuses a route lists; any other
+// status is counted too, exactly, and the samples come out in the order
+// of route, method and status.
+func TestMetricsCountUnlistedStatuses(t *testing.T) {
+	t.Parallel()
+	m := newServiceMetrics([]metricRoute{{"GET /a", []int{200, 404}}, {"POST /b", nil}}, nil, store.NewMemory(store.Options{}))
+	for _, o := range []struct {
+		method, pattern string
+		status          int
+	}{
+		{"GET", "GET /a", 200}, {"GET", "GET /a", 200}, {"HEAD", "GET /a", 404}, {"GET", "GET /a", 418},
+		{"POST", "POST /b", 201}, {"POST", "POST /b", 201}, {"BREW", "POST /b", 599},
+		{"GET", "", 404}, {"GET", "GET /elsewhere", 302}, {"GET", "", 42}, {"DELETE", "", 600},
+	} {
+		m.observeRequest(o.method, o.pattern, o.status, time.Millisecond)
+	}
+	var buf bytes.Buffer
+	m.writeTo(&buf)
+	var got []string
+	for line := range strings.Lines(buf.String()) {
+		if strings.HasPrefix(line, "petstore_http_requests_total{") {
+			got = append(got, strings.TrimSuffix(strings.TrimPrefix(line, "petstore_http_requests_total"), "\n"))
+		}
+	}
+	want := []string{
+		`{method="GET",route="GET /a",code="200"} 2`,
+		`{method="GET",route="GET /a",code="418"} 1`,
+		`{method="HEAD",route="GET /a",code="404"} 1`,
+		`{method="POST",route="POST /b",code="201"} 2`,
+		`{method="OTHER",route="POST /b",code="599"} 1`,
+		`{method="GET",route="unmatched",code="302"} 1`,
+		`{method="GET",route="unmatched",code="404"} 1`,
+		`{method="GET",route="unmatched",code="500"} 1`,
+		`{method="DELETE",route="unmatched",code="500"} 1`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("request samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Every route of the table has its documented statuses to count.
+func TestMetricsRoutesListTheirStatuses(t *testing.T) {
+	t.Parallel()
+	table := routes(deps{}, nil, nil, nil)
+	counted := documentedMetricRoutes(t, table)
+	if len(counted) != 2*len(table) {
+		t.Fatalf("%d routes counted, want %d (each, and its preflight)", len(counted), 2*len(table))
+	}
+	for _, c := range counted {
+		if len(c.statuses) < 3 || !slices.IsSorted(c.statuses) || !slices.Contains(c.statuses, 405) {
+			t.Errorf("%s: counters for %v, want its documented statuses", c.pattern, c.statuses)
+		}
+	}
+}
+
+// documentedMetricRoutes returns the metric routes of table with the
+// statuses the served document gives them, preflights included.
+func documentedMetricRoutes(t testing.TB, table []route) []metricRoute {
+	t.Helper()
+	_, doc, err := newServer(deps{store: store.NewMemory(store.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted, err := metricRoutes(table, doc, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counted
+}
+
+// A scrape after traffic on every route and method.
+func BenchmarkMetricsScrape(b *testing.B) {
+	m := newServiceMetrics(documentedMetricRoutes(b, routes(deps{}, nil, nil, nil)), nil, store.NewMemory(store.Options{}))
+	for pattern := range m.routes {
+		for _, method := range metricMethods {
+			m.observeRequest(method, pattern, 200, time.Millisecond)
+		}
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		m.writeTo(&buf)
+	}
+}
+
+// The memory the counters of every route take, laid out at start.
+func BenchmarkMetricsLayout(b *testing.B) {
+	counted := documentedMetricRoutes(b, routes(deps{}, nil, nil, nil))
+	b.ReportAllocs()
+	for b.Loop() {
+		newServiceMetrics(counted, nil, nil)
+	}
+}
+
+// Counting one answer, on the request path.
+func BenchmarkMetricsObserve(b *testing.B) {
+	m := newServiceMetrics(documentedMetricRoutes(b, routes(deps{}, nil, nil, nil)), nil, nil)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.observeRequest("GET", "GET /v1/categories", 200, time.Millisecond)
+		}
+	})
 }

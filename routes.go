@@ -102,18 +102,32 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// Metrics count by route pattern, so their series are laid out now,
-	// one per pattern the mux can report.
-	var patterns []string
-	for _, rt := range append(described, extra...) {
-		patterns = append(patterns, rt.method+" "+rt.path)
-		if d.cors != nil {
-			patterns = append(patterns, "OPTIONS "+rt.path)
-		}
+	counted, err := metricRoutes(append(described, extra...), doc, d.cors != nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	d.metrics = newServiceMetrics(patterns, d.commits, d.store)
+	d.metrics = newServiceMetrics(counted, d.commits, d.store)
 	table := append(routes(d, doc, doc30, page), extra...)
 	return newHandler(table, d), doc, nil
+}
+
+// metricRoutes lists the patterns the mux can report for table, with the
+// statuses doc documents for each: metrics count by route pattern, so
+// their counters are laid out at start.
+func metricRoutes(table []route, doc []byte, preflights bool) ([]metricRoute, error) {
+	statuses, err := openapi.Statuses(doc)
+	if err != nil {
+		return nil, err
+	}
+	var counted []metricRoute
+	for _, rt := range table {
+		pattern := rt.method + " " + rt.path
+		counted = append(counted, metricRoute{pattern, statuses[pattern]})
+		if preflights {
+			counted = append(counted, metricRoute{"OPTIONS " + rt.path, preflightStatuses})
+		}
+	}
+	return counted, nil
 }
 
 // checkScopes makes sure every route that needs a key names exactly one
