@@ -6,8 +6,6 @@ import (
 	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // problem is one thing wrong with a request body.
@@ -116,7 +114,7 @@ func parseName(v []byte, nc *catalog.NewCategory) *problem {
 	name, msg := decodeText("name", v)
 	nc.Name = strings.TrimSpace(name)
 	if msg == "" {
-		msg = checkName(nc.Name)
+		msg = catalog.CheckName(nc.Name)
 	}
 	if msg != "" {
 		return &problem{codeInvalidField, msg}
@@ -134,11 +132,8 @@ func parseDescription(v []byte, nc *catalog.NewCategory) *problem {
 		return &problem{codeInvalidField, "description must be a string, got " + kind}
 	}
 	desc, msg := decodeText("description", v)
-	if n := utf8.RuneCountInString(desc); msg == "" && n > catalog.MaxDescriptionLen {
-		msg = fmt.Sprintf("description must be at most %d characters, got %d", catalog.MaxDescriptionLen, n)
-	}
 	if msg == "" {
-		msg = checkDescription(desc)
+		msg = catalog.CheckDescription(desc)
 	}
 	nc.Description, nc.HasDescription = desc, true
 	if msg != "" {
@@ -153,7 +148,7 @@ func parseDescription(v []byte, nc *catalog.NewCategory) *problem {
 // then collide), so the raw text is checked first.
 func decodeText(field string, v []byte) (string, string) {
 	if r, ok := rawjson.LoneSurrogate(v); ok {
-		return "", fmt.Sprintf("%s must not contain a lone surrogate: the escape \\u%04x (%s) is not part of a UTF-16 pair", field, r, codePoint(r))
+		return "", fmt.Sprintf("%s must not contain a lone surrogate: the escape \\u%04x (%s) is not part of a UTF-16 pair", field, r, catalog.CodePoint(r))
 	}
 	s, err := rawjson.String(v)
 	if err != nil { // v was validated as JSON already
@@ -161,224 +156,6 @@ func decodeText(field string, v []byte) (string, string) {
 	}
 	return s, ""
 }
-
-// Blank look-alikes: letters and symbols that print as nothing, which do not
-// make a name visible (docs/api.md, "Category rules").
-var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
-
-// checkName returns what is wrong with a trimmed name, or "". A name must be
-// visible and stable: its characters assigned in the build's Unicode tables
-// (so a newer Go cannot fold it differently than the one that stored it),
-// with no control, bidirectional control or line separator characters, no
-// invisible (default-ignorable) ones outside the places where they shape
-// what is shown (see ignorableAllowed), and at least one character that is
-// not a blank look-alike. These rules are for requests: replay keeps every
-// name an earlier version stored (see catalog.ParseRecord).
-func checkName(name string) string {
-	if printableASCII.All(name) && len(name) <= catalog.MaxNameLen {
-		// Every printable ASCII character but the space is visible, and a
-		// trimmed name does not start with a space.
-		if name == "" {
-			return "name must not be empty or only white space"
-		}
-		return ""
-	}
-	n := utf8.RuneCountInString(name)
-	switch {
-	case n == 0:
-		return "name must not be empty or only white space"
-	case n > catalog.MaxNameLen:
-		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", catalog.MaxNameLen, n)
-	}
-	visible := false
-	prev := rune(-1)  // the character before r, -1 at the start
-	joinable := false // prev is a visible character, or a mark or selector that belongs to one
-	for i, r := range name {
-		if msg := checkNameRune(name, i, r, prev, joinable); msg != "" {
-			return msg
-		}
-		v := isVisible(r)
-		visible = visible || v
-		joinable = v || joinable && (unicode.Is(unicode.M, r) || isEmojiSelector(r))
-		prev = r
-	}
-	if !visible {
-		return "name must contain at least one visible character (a letter, digit, punctuation or symbol), got only " + codePoints(name)
-	}
-	return ""
-}
-
-// checkNameRune returns what is wrong with r, the character of name at byte
-// i, after prev, or "".
-func checkNameRune(name string, i int, r, prev rune, joinable bool) string {
-	switch {
-	case unicode.IsControl(r):
-		return "name must not contain control characters, found " + codePoint(r)
-	case isBidiControl(r):
-		// They reorder what is displayed around them: two names
-		// that look alike could differ, or a name could spoof text.
-		return "name must not contain bidirectional control characters, found " + codePoint(r)
-	case r == '\u2028' || r == '\u2029':
-		return "name must not contain line or paragraph separators, found " + codePoint(r)
-	}
-	if msg := checkCodePoint("name", r); msg != "" {
-		return msg
-	}
-	if isDefaultIgnorable(r) && !ignorableAllowed(name, i, r, prev, joinable) {
-		// Invisible: "dog" with one inside would look like "dog" and
-		// pass as another name.
-		return "name must not contain invisible (default-ignorable) characters, found " + codePoint(r) +
-			"; ZWJ and ZWNJ only between two visible characters, U+FE0E and U+FE0F only right after a symbol"
-	}
-	return ""
-}
-
-// ignorableAllowed reports whether the default-ignorable r at byte i of name
-// is one of those that change how visible neighbours are shown: ZWJ and ZWNJ
-// between two visible characters (emoji sequences, the joining of Arabic or
-// Indic letters), where a visible character keeps its combining marks and
-// presentation selector; U+FE0E and U+FE0F right after a symbol (text or
-// emoji presentation).
-func ignorableAllowed(name string, i int, r, prev rune, joinable bool) bool {
-	switch r {
-	case '\u200C', '\u200D':
-		next, size := utf8.DecodeRuneInString(name[i+utf8.RuneLen(r):])
-		return joinable && size > 0 && isVisible(next)
-	case '\uFE0E', '\uFE0F':
-		return prev >= 0 && unicode.IsSymbol(prev) && isVisible(prev)
-	}
-	return false
-}
-
-// isVisible reports whether r is a visible character: a letter, digit,
-// punctuation or symbol that does not print as nothing.
-func isVisible(r rune) bool {
-	if r < utf8.RuneSelf {
-		return '!' <= r && r <= '~'
-	}
-	return unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !isBlankLookAlike(r) && !isDefaultIgnorable(r)
-}
-
-func isEmojiSelector(r rune) bool { return r == '\uFE0E' || r == '\uFE0F' }
-
-// defaultIgnorables are the default-ignorable code points that names refuse
-// (docs/api.md, "Category rules"): characters that display as nothing.
-var defaultIgnorables = [...][2]rune{
-	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
-	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x2060, 0x206F}, {0x3164, 0x3164}, {0xFE00, 0xFE0F},
-	{0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
-	{0xE0000, 0xE0FFF},
-}
-
-func isDefaultIgnorable(r rune) bool {
-	if r < 0x00AD {
-		return false
-	}
-	for _, rg := range defaultIgnorables {
-		if r <= rg[1] {
-			return r >= rg[0]
-		}
-	}
-	return false
-}
-
-// codePoints names the characters of s as U+XXXX, the first few of them:
-// a name made of invisible characters is shown by what it holds.
-func codePoints(s string) string {
-	const maxShown = 8
-	var b strings.Builder
-	i := 0
-	for _, r := range s {
-		if i == maxShown {
-			b.WriteString(" …")
-			break
-		}
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(codePoint(r))
-		i++
-	}
-	return b.String()
-}
-
-// checkDescription returns what is wrong with the characters of a
-// description, or "": no control characters but tab, line feed and carriage
-// return (others can rewrite the terminal or log that shows the text), no
-// bidirectional controls, and what checkCodePoint refuses. These rules are
-// for requests: replay keeps every description an earlier version stored.
-func checkDescription(desc string) string {
-	plain := true
-	for i := 0; i < len(desc); i++ {
-		if c := desc[i]; (c < ' ' && c != '\t' && c != '\n' && c != '\r') || c > '~' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return ""
-	}
-	for _, r := range desc {
-		switch {
-		case unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r':
-			return "description must not contain control characters other than tab, line feed and carriage return, found " + codePoint(r)
-		case isBidiControl(r):
-			return "description must not contain bidirectional control characters, found " + codePoint(r)
-		}
-		if msg := checkCodePoint("description", r); msg != "" {
-			return msg
-		}
-	}
-	return ""
-}
-
-// checkCodePoint refuses noncharacters, which Unicode reserves for a
-// program's internal use, and code points that the build's Unicode tables do
-// not assign: a later version may assign them, with case mappings that would
-// change which names collide.
-func checkCodePoint(field string, r rune) string {
-	switch {
-	case isNoncharacter(r):
-		return field + " must not contain noncharacters, found " + codePoint(r)
-	case !isAssigned(r):
-		return field + " must not contain code points that Unicode " + unicode.Version + " leaves unassigned, found " + codePoint(r)
-	}
-	return ""
-}
-
-// isAssigned reports whether r has a general category other than Cn
-// (unassigned, noncharacters included) in the build's tables. Cn is named by
-// what it is not: unicode.Cn and its place in unicode.C are recent (Go 1.26),
-// and go.mod allows older ones.
-func isAssigned(r rune) bool {
-	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z,
-		unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
-}
-
-// isNoncharacter reports whether r is one of the 66 noncharacters: U+FDD0 to
-// U+FDEF, and the last two code points of every plane.
-func isNoncharacter(r rune) bool {
-	return 0xFDD0 <= r && r <= 0xFDEF || r&0xFFFE == 0xFFFE
-}
-
-// isBidiControl reports whether r is an explicit bidirectional embedding,
-// override or isolate (U+202A to U+202E, U+2066 to U+2069).
-func isBidiControl(r rune) bool {
-	return 0x202A <= r && r <= 0x202E || 0x2066 <= r && r <= 0x2069
-}
-
-func isBlankLookAlike(r rune) bool {
-	for _, b := range blankLookAlikes {
-		if r == b {
-			return true
-		}
-	}
-	return false
-}
-
-// codePoint names r as U+XXXX: messages never show an invisible character
-// alone.
-func codePoint(r rune) string { return fmt.Sprintf("U+%04X", r) }
 
 func unknownFieldMessage(name string) string {
 	msg := "unknown field " + quoteMemberName(name)

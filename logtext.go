@@ -1,6 +1,7 @@
 package main
 
 import (
+	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func showControls(s string) string {
 	b.WriteString(s[:i])
 	for _, r := range s[i:] {
 		if r < ' ' || rawjson.HiddenControl(r) {
-			b.WriteString(codePoint(r))
+			b.WriteString(catalog.CodePoint(r))
 		} else {
 			b.WriteRune(r)
 		}

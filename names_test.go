@@ -129,7 +129,7 @@ func TestCreateCategoryNameRules(t *testing.T) {
 			// The message shows code points, never the invisible or
 			// replaced character alone.
 			for _, r := range eb.Message {
-				if r == utf8.RuneError || !unicode.IsGraphic(r) && r != ' ' || isBidiControl(r) {
+				if r == utf8.RuneError || !unicode.IsGraphic(r) && r != ' ' || unicode.Is(unicode.Bidi_Control, r) {
 					t.Errorf("message %q holds %U", eb.Message, r)
 				}
 			}
