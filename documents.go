@@ -78,13 +78,10 @@ func newDocsPage(doc []byte) (*docsPage, error) {
 func handleDocsPage(page *docsPage) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h["Etag"] = page.etag
-		h["Cache-Control"] = docsCacheControl
 		h["Content-Security-Policy"] = page.csp
 		h["X-Content-Type-Options"] = page.nosniff
 		h["Referrer-Policy"] = docsReferrerPolicy
-		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, page.etag[0]) {
-			w.WriteHeader(http.StatusNotModified)
+		if answeredNotModified(w, r, page.etag, docsCacheControl) {
 			return
 		}
 		h["Content-Type"] = page.contentType

@@ -41,18 +41,31 @@ func handleCategoryList(store Store) http.Handler {
 			lh = &listHeaders{snap: snap, etag: []string{snap.ETag()}, length: []string{strconv.Itoa(snap.Size())}}
 			latest.Store(lh)
 		}
-		h := w.Header()
-		h["Etag"] = lh.etag
-		h["Cache-Control"] = listCacheControl
-		if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, snap.ETag()) {
-			w.WriteHeader(http.StatusNotModified)
+		if answeredNotModified(w, r, lh.etag, listCacheControl) {
 			return
 		}
+		h := w.Header()
 		h["Content-Type"] = jsonContentType
 		h["Content-Length"] = lh.length
 		w.WriteHeader(http.StatusOK)
 		snap.WriteTo(w)
 	})
+}
+
+// answeredNotModified sets the ETag and Cache-Control of an answer whose
+// representation has the tag etag, and answers 304 Not Modified when the
+// request's If-None-Match matches it: the one conditional GET of every
+// answer with an ETag. It reports whether it answered; if not, the caller
+// answers with the representation.
+func answeredNotModified(w http.ResponseWriter, r *http.Request, etag, cacheControl []string) bool {
+	h := w.Header()
+	h["Etag"] = etag
+	h["Cache-Control"] = cacheControl
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
 }
 
 // etagMatches reports whether an If-None-Match value matches etag, by the

@@ -188,14 +188,10 @@ func servePage(w http.ResponseWriter, r *http.Request, snap *catalog.Snapshot) {
 	all := string(tag)
 	values := []string{all[:tagEnd], all[tagEnd:lengthEnd], all[lengthEnd:]}
 	h := w.Header()
-	h["Etag"] = values[0:1:1]
-	h["Cache-Control"] = listCacheControl
 	if more {
 		h["Link"] = values[2:3:3]
 	}
-	etag := values[0]
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag) {
-		w.WriteHeader(http.StatusNotModified)
+	if answeredNotModified(w, r, values[0:1:1], listCacheControl) {
 		return
 	}
 	h["Content-Type"] = jsonContentType
