@@ -38,13 +38,13 @@ func parseListQuery(raw string) (listQuery, error) {
 		case "limit":
 			n, ok := parseCanonical(value)
 			if !ok || n < 1 || n > maxPageLimit {
-				return apiErrorf(codeInvalidParameter, "limit must be a whole number from 1 to %d (no sign, no leading zeros), got %q", maxPageLimit, quoted(value))
+				return apiErrorf(codeInvalidParameter, "limit must be a whole number from 1 to %d (no sign, no leading zeros), got %q", maxPageLimit, excerpt(value))
 			}
 			q.limit, q.paged = int(n), true
 		case "after":
 			n, ok := parseCanonical(value)
 			if !ok {
-				return apiErrorf(codeInvalidParameter, "after must be a category id, a non-negative whole number (no sign, no leading zeros), got %q", quoted(value))
+				return apiErrorf(codeInvalidParameter, "after must be a category id, a non-negative whole number (no sign, no leading zeros), got %q", excerpt(value))
 			}
 			q.after, q.paged = n, true
 		case "name":
@@ -90,14 +90,14 @@ func checkQueryParam(param string, defined []string, seen *uint64, visit func(na
 	rawName, rawValue, _ := strings.Cut(param, "=")
 	name, err := url.QueryUnescape(rawName)
 	if err != nil || !utf8.ValidString(name) {
-		return apiErrorf(codeInvalidParameter, "query parameter %q is not a well-formed name (bad %% escape or not UTF-8)", quoted(rawName))
+		return apiErrorf(codeInvalidParameter, "query parameter %q is not a well-formed name (bad %% escape or not UTF-8)", excerpt(rawName))
 	}
 	i := indexOf(defined, name)
 	if i < 0 {
 		if len(defined) == 0 {
-			return apiErrorf(codeInvalidParameter, "unknown query parameter %q: this operation takes no query parameters", quoted(name))
+			return apiErrorf(codeInvalidParameter, "unknown query parameter %q: this operation takes no query parameters", excerpt(name))
 		}
-		return apiErrorf(codeInvalidParameter, "unknown query parameter %q: this operation takes %s", quoted(name), strings.Join(defined, ", "))
+		return apiErrorf(codeInvalidParameter, "unknown query parameter %q: this operation takes %s", excerpt(name), strings.Join(defined, ", "))
 	}
 	if *seen&(1<<i) != 0 {
 		return apiErrorf(codeInvalidParameter, "query parameter %s is given twice", name)
@@ -132,8 +132,9 @@ func parseCanonical(s string) (int64, bool) {
 	return n, err == nil
 }
 
-// quoted shortens text a client sent for quoting back in a message.
-func quoted(s string) string { return showControls(textcut.Truncate(s, 40)) }
+// excerpt is what an error message quotes of text a client sent: its
+// first 40 characters, control characters shown as U+XXXX.
+func excerpt(s string) string { return showControls(textcut.Truncate(s, 40)) }
 
 // rejectQuery answers 400 invalid_parameter to a request with a query, for
 // the operations that define no query parameter.
