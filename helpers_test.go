@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,9 +14,12 @@ import (
 	"petstore/internal/accesslog"
 	"petstore/internal/rawjson"
 	"petstore/internal/store"
-
 	"petstore/internal/testkit"
 )
+
+// Helpers of the tests that go through the real mux (newTestEnv): options,
+// requests, and checks of the answers. storehelpers_test.go opens stores for
+// them; harness_test.go runs the whole service.
 
 // Keys the test servers accept. They are test values, safe to print.
 const (
@@ -211,4 +215,105 @@ func (e *testEnv) mustList(t testing.TB) []categoryBody {
 		t.Fatalf("list: %v; body %s", err, rec.Body)
 	}
 	return list
+}
+
+// Instants around the default sunset of GET /v1/pets/{petId}.
+var (
+	beforePetsSunset = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	afterPetsSunset  = time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)
+)
+
+// withAcceptedKeys makes the handler accept exactly keys.
+func withAcceptedKeys(keys []apiKey) testOption {
+	return func(d *deps, _ *[]route) { d.keys = newKeyring(keys) }
+}
+
+// postCategory sends body to POST /v1/categories as an authorised JSON request.
+func postCategory(t testing.TB, env *testEnv, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	return env.do(t, request{method: "POST", path: "/v1/categories", body: body})
+}
+
+// serveRequest sends a request built by hand through the handler, for what
+// request cannot express (a declared or unknown Content-Length).
+func (e *testEnv) serveRequest(t testing.TB, r *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, r)
+	return rec
+}
+
+// mustStatus checks a successful answer's status and JSON content type.
+func mustStatus(t testing.TB, rec *httptest.ResponseRecorder, status int) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status: got %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type: got %q, want application/json", ct)
+	}
+}
+
+// mustMention checks that msg contains every one of parts.
+func mustMention(t testing.TB, msg string, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(msg, p) {
+			t.Errorf("message %q does not mention %q", msg, p)
+		}
+	}
+}
+
+// mustNotLeak checks that secret appears nowhere in the answer: not in the
+// body, not in any header name or value.
+func mustNotLeak(t testing.TB, rec *httptest.ResponseRecorder, secret string) {
+	t.Helper()
+	if strings.Contains(rec.Body.String(), secret) {
+		t.Errorf("body contains %q: %s", secret, rec.Body)
+	}
+	for name, values := range rec.Header() {
+		for _, v := range values {
+			if strings.Contains(name, secret) || strings.Contains(v, secret) {
+				t.Errorf("header %s: %q contains %q", name, v, secret)
+			}
+		}
+	}
+}
+
+// decodeCategory decodes a Category answer, and its members by name, so
+// that a test can tell an absent member from an empty one.
+func decodeCategory(t testing.TB, body []byte) (categoryBody, map[string]json.RawMessage) {
+	t.Helper()
+	var c categoryBody
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("category body: %v; body %s", err, body)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		t.Fatalf("category body: %v; body %s", err, body)
+	}
+	return c, members
+}
+
+// nameBody returns a request body {"name": name} encoded by encoding/json.
+func nameBody(name string) string {
+	b, _ := json.Marshal(map[string]string{"name": name})
+	return string(b)
+}
+
+// nameDescBody returns {"name": name, "description": desc}.
+func nameDescBody(name, desc string) string {
+	b, _ := json.Marshal(map[string]string{"name": name, "description": desc})
+	return string(b)
+}
+
+// syntaxOffset returns the byte offset encoding/json reports for body.
+func syntaxOffset(t testing.TB, body string) int64 {
+	t.Helper()
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal([]byte(body), &v); !errors.As(err, &se) {
+		t.Fatalf("json.Unmarshal(%q): got %v, want a syntax error", body, err)
+	}
+	return se.Offset
 }

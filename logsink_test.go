@@ -13,23 +13,6 @@ import (
 	"petstore/internal/logsink"
 )
 
-// Access lines of answers below 500 go to the access log (buffered in
-// production); those of 500s go to the error log, written at once.
-func TestServerErrorsSkipTheAccessLog(t *testing.T) {
-	t.Parallel()
-	var access lockedBuffer
-	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: scopeRead}))
-	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "ok-1"}})
-	env.do(t, request{method: "GET", path: "/v1/test-panic", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "boom-1"}})
-	if !strings.Contains(access.String(), `"request_id":"ok-1"`) || strings.Contains(access.String(), "boom-1") {
-		t.Errorf("access log: got %s, want the 200 line only", &access)
-	}
-	if !strings.Contains(env.logs.String(), `"request_id":"boom-1"`) || strings.Contains(env.logs.String(), `"request_id":"ok-1"`) {
-		t.Errorf("error log: got %s, want the 500 line only", env.logs)
-	}
-}
-
 // stuckWriter is a stderr nobody reads: every Write blocks until release
 // is closed.
 type stuckWriter struct {
