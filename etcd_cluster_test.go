@@ -18,9 +18,8 @@ import (
 	"time"
 
 	"petstore/internal/catalog"
-	"petstore/internal/journal"
-
 	"petstore/internal/etcd/etcdtest"
+	"petstore/internal/journal"
 )
 
 // Integration tests against a real etcd cluster: three members on
@@ -479,24 +478,6 @@ func TestEtcdLeaderKill(t *testing.T) {
 	listB, etagB := waitList(t, client, bases[1], binKey, int(c.ID), time.Second)
 	if len(listR) != len(listB) || etagR != etagB {
 		t.Errorf("restarted petstore lists %d (ETag %s), the survivor %d (ETag %s)", len(listR), etagR, len(listB), etagB)
-	}
-}
-
-// runCommand runs petstore with args and env in-process, bounded in time,
-// and returns its stdout, stderr and result.
-func runCommand(t *testing.T, env map[string]string, args ...string) (string, string, error) {
-	t.Helper()
-	var stdout, stderr lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(t.Context(), append([]string{"petstore"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
-	}()
-	select {
-	case err := <-done:
-		return stdout.String(), stderr.String(), err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("petstore %v still running after 60 s", args)
-		return "", "", nil
 	}
 }
 

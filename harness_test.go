@@ -22,9 +22,11 @@ import (
 )
 
 // The harness of the tests that run the service for real: in this process
-// through run (startRun, runToError), or as the built binary (startBinary,
-// binary_test.go). Both wait for readiness the same way (waitHealthy) and
-// capture stderr in a logCapture.
+// through run (startRun, runToError, runCommand), or as the built binary
+// (startBinary, binary_test.go). Both wait for readiness the same way
+// (waitHealthy) and capture stderr in a logCapture; the tests talk to them
+// over TCP (send, wantStatus) and read their JSON log lines (parseLogLines,
+// findLog).
 
 // e2eKey is the API key of the in-process services. It stands for a secret:
 // tests check it never reaches a log, and never print it themselves.
@@ -318,5 +320,141 @@ func (sc *slowCreate) finish(body string) int {
 		return s
 	case <-time.After(10 * time.Second):
 		return 0
+	}
+}
+
+// newAPIRequest makes a request to the API: key "" sends no
+// Authorization header, and a body is sent as application/json.
+func newAPIRequest(ctx context.Context, method, url, key, body string) (*http.Request, error) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// send makes one request and returns the answer and its body; header
+// holds headers to add.
+func send(t *testing.T, client *http.Client, method, url, key, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := newAPIRequest(context.Background(), method, url, key, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %s", method, url, redactAll(err.Error()))
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+	}
+	return resp, got
+}
+
+// wantStatus checks an answer's status and JSON content type, and that an
+// error answer is an Error body (see checkErrorBody).
+func wantStatus(t *testing.T, what string, resp *http.Response, body []byte, status int) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("%s: status: got %d, want %d; body %s", what, resp.StatusCode, status, redactAll(string(body)))
+	}
+	if status >= 400 {
+		checkErrorBody(t, status, resp.Header, body)
+	} else if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: Content-Type: got %q, want application/json", what, ct)
+	}
+}
+
+// logLine is one JSON log line, decoded.
+type logLine map[string]any
+
+// parseLogLines checks that every stderr line is a JSON object and returns
+// them decoded. It prints lines only with the key redacted.
+func parseLogLines(t *testing.T, lines []string) []logLine {
+	t.Helper()
+	if len(lines) == 0 {
+		t.Fatalf("stderr is empty")
+	}
+	out := make([]logLine, 0, len(lines))
+	for i, line := range lines {
+		var l logLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("stderr line %d is not a JSON object (%v): %s", i+1, err, redact(line))
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// checkNoSecrets checks that no stderr line carries a key that was sent or
+// anything of an Authorization header.
+func checkNoSecrets(t *testing.T, lines []string, secrets ...string) {
+	t.Helper()
+	hide := func(line string) string {
+		for _, s := range secrets {
+			line = strings.ReplaceAll(line, s, "<secret>")
+		}
+		return line
+	}
+	for i, line := range lines {
+		for j, s := range secrets {
+			if strings.Contains(line, s) {
+				t.Errorf("stderr line %d contains secret #%d: %s", i+1, j+1, hide(line))
+			}
+		}
+		if strings.Contains(strings.ToLower(line), "bearer") {
+			t.Errorf("stderr line %d mentions Bearer: %s", i+1, hide(line))
+		}
+	}
+}
+
+// findLog returns the first log line with the given msg and attributes.
+func findLog(logs []logLine, msg string, attrs map[string]any) logLine {
+next:
+	for _, l := range logs {
+		if l["msg"] != msg {
+			continue
+		}
+		for k, v := range attrs {
+			if l[k] != v {
+				continue next
+			}
+		}
+		return l
+	}
+	return nil
+}
+
+// runCommand runs petstore with args and env in-process, bounded in time,
+// and returns its stdout, stderr and result.
+func runCommand(t *testing.T, env map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(t.Context(), append([]string{"petstore"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
+	}()
+	select {
+	case err := <-done:
+		return stdout.String(), stderr.String(), err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("petstore %v still running after 60 s", args)
+		return "", "", nil
 	}
 }

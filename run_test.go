@@ -4,137 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
 // These tests start the real program through run, on 127.0.0.1:0, and talk to
-// it over TCP. Configuration goes through a getenv backed by a map, never the
-// process environment, so nothing leaks between tests.
-
-// newAPIRequest makes a request to the API: key "" sends no
-// Authorization header, and a body is sent as application/json.
-func newAPIRequest(ctx context.Context, method, url, key, body string) (*http.Request, error) {
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, r)
-	if err != nil {
-		return nil, err
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
-}
-
-// send makes one request and returns the answer and its body; header
-// holds headers to add.
-func send(t *testing.T, client *http.Client, method, url, key, body string, header map[string]string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := newAPIRequest(context.Background(), method, url, key, body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %s", method, url, redactAll(err.Error()))
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the body: %v", method, url, err)
-	}
-	return resp, got
-}
-
-// wantStatus checks an answer's status and JSON content type, and that an
-// error answer is an Error body (see checkErrorBody).
-func wantStatus(t *testing.T, what string, resp *http.Response, body []byte, status int) {
-	t.Helper()
-	if resp.StatusCode != status {
-		t.Fatalf("%s: status: got %d, want %d; body %s", what, resp.StatusCode, status, redactAll(string(body)))
-	}
-	if status >= 400 {
-		checkErrorBody(t, status, resp.Header, body)
-	} else if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("%s: Content-Type: got %q, want application/json", what, ct)
-	}
-}
-
-// logLine is one JSON log line, decoded.
-type logLine map[string]any
-
-// parseLogLines checks that every stderr line is a JSON object and returns
-// them decoded. It prints lines only with the key redacted.
-func parseLogLines(t *testing.T, lines []string) []logLine {
-	t.Helper()
-	if len(lines) == 0 {
-		t.Fatalf("stderr is empty")
-	}
-	out := make([]logLine, 0, len(lines))
-	for i, line := range lines {
-		var l logLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Errorf("stderr line %d is not a JSON object (%v): %s", i+1, err, redact(line))
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// checkNoSecrets checks that no stderr line carries a key that was sent or
-// anything of an Authorization header.
-func checkNoSecrets(t *testing.T, lines []string, secrets ...string) {
-	t.Helper()
-	hide := func(line string) string {
-		for _, s := range secrets {
-			line = strings.ReplaceAll(line, s, "<secret>")
-		}
-		return line
-	}
-	for i, line := range lines {
-		for j, s := range secrets {
-			if strings.Contains(line, s) {
-				t.Errorf("stderr line %d contains secret #%d: %s", i+1, j+1, hide(line))
-			}
-		}
-		if strings.Contains(strings.ToLower(line), "bearer") {
-			t.Errorf("stderr line %d mentions Bearer: %s", i+1, hide(line))
-		}
-	}
-}
-
-// findLog returns the first log line with the given msg and attributes.
-func findLog(logs []logLine, msg string, attrs map[string]any) logLine {
-next:
-	for _, l := range logs {
-		if l["msg"] != msg {
-			continue
-		}
-		for k, v := range attrs {
-			if l[k] != v {
-				continue next
-			}
-		}
-		return l
-	}
-	return nil
-}
+// it over TCP, or give it a command line that ends at once (-version, -h).
+// Configuration goes through a getenv backed by a map, never the process
+// environment, so nothing leaks between tests. The harness is in
+// harness_test.go.
 
 func TestRunEndToEnd(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
@@ -471,4 +355,65 @@ func waitListenerClosed(t *testing.T, addr string) {
 		<-time.After(10 * time.Millisecond)
 	}
 	t.Fatalf("%s still accepts connections after cancel", addr)
+}
+
+// runTo runs the program with args and an empty environment and returns
+// what it wrote to stdout; it must succeed.
+func runTo(t *testing.T, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := runCommand(t, nil, args...)
+	if err != nil {
+		t.Fatalf("run %q: %v (stderr %q)", args, err, stderr)
+	}
+	return stdout
+}
+
+// -version prints the build's version, the one petstore_build_info reports.
+func TestRunVersion(t *testing.T) {
+	t.Parallel()
+	got := runTo(t, "-version")
+	labels := regexp.MustCompile(`^version="(.*)",goversion="(.*)"$`).FindStringSubmatch(newServiceMetrics(nil, nil, nil).buildInfo)
+	if labels == nil {
+		t.Fatalf("build_info labels %q: not version and goversion", newServiceMetrics(nil, nil, nil).buildInfo)
+	}
+	if want := "petstore " + labels[1] + " "; !strings.HasPrefix(got, want) {
+		t.Errorf("-version: got %q, want it to start %q", got, want)
+	}
+	if want := " " + labels[2] + "\n"; !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 1 {
+		t.Errorf("-version: got %q, want one line ending %q", got, want)
+	}
+}
+
+// -h lists every flag run accepts and every PETSTORE_* variable the
+// program reads.
+func TestRunHelp(t *testing.T) {
+	t.Parallel()
+	got := runTo(t, "-h")
+	if got != usage {
+		t.Fatalf("-h: got %q, want usage", got)
+	}
+	for _, flag := range []string{"-h", "-version", "-openapi", "-export", "-import FILE"} {
+		if !strings.Contains(got, "  "+flag+" ") {
+			t.Errorf("-h does not list the flag %s", flag)
+		}
+	}
+	sources, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := regexp.MustCompile(`"(PETSTORE_[A-Z_]+)"`)
+	for _, name := range sources {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range read.FindAllSubmatch(src, -1) {
+			if !strings.Contains(got, "  "+string(m[1])+" ") {
+				t.Errorf("-h does not list %s, which %s reads", m[1], name)
+			}
+		}
+	}
 }
