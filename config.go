@@ -17,6 +17,7 @@ import (
 
 	"petstore/internal/store"
 	"petstore/internal/textcut"
+	"petstore/internal/tlsreload"
 )
 
 // config is the service's configuration, read from the environment
@@ -35,10 +36,10 @@ type config struct {
 	maxConns     int               // open connections at most, before the file limit lowers it
 	rateLimit    *ratelimit.Budget // a request budget per key; nil: no limit
 	idemTTL      time.Duration
-	maxCats      int64         // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
-	cors         *cors.Policy  // PETSTORE_CORS_ORIGINS; nil: CORS off
-	drainDelay   time.Duration // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
-	tls          *tlsFiles     // the TLS certificate and key; nil: plain HTTP
+	maxCats      int64            // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
+	cors         *cors.Policy     // PETSTORE_CORS_ORIGINS; nil: CORS off
+	drainDelay   time.Duration    // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
+	tls          *tlsreload.Files // the TLS certificate and key; nil: plain HTTP
 }
 
 // loadConfig reads the configuration through getenv. Every error names the
@@ -140,6 +141,37 @@ func loadKeys(getenv func(string) string, cfg *config) error {
 		cfg.keys, cfg.generatedKey = allScopes(key), true
 	}
 	return nil
+}
+
+// The variables of the TLS pair (docs/operations.md, "TLS").
+const (
+	certVar = "PETSTORE_TLS_CERT_FILE"
+	keyVar  = "PETSTORE_TLS_KEY_FILE"
+)
+
+// loadTLSFiles reads the pair the TLS variables name, or returns nil when
+// neither is set. An error names the variable at fault, never key material.
+func loadTLSFiles(getenv func(string) string) (*tlsreload.Files, error) {
+	certFile, hasCert := lookup(getenv, certVar)
+	keyFile, hasKey := lookup(getenv, keyVar)
+	switch {
+	case !hasCert && !hasKey:
+		return nil, nil
+	case !hasKey:
+		return nil, fmt.Errorf("%s is set but %s is not: set both (HTTPS) or neither (plain HTTP)", certVar, keyVar)
+	case !hasCert:
+		return nil, fmt.Errorf("%s is set but %s is not: set both (HTTPS) or neither (plain HTTP)", keyVar, certVar)
+	}
+	files, err := tlsreload.Load(certFile, keyFile)
+	if err != nil {
+		name := certVar
+		var e *tlsreload.Error
+		if errors.As(err, &e) && e.KeyFile {
+			name = keyVar
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return files, nil
 }
 
 // loadPetsDeprecation reads the deprecation instants of GET /v1/pets/{petId}.

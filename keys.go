@@ -40,14 +40,14 @@ func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen filewatch
 	return &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log, watch: filewatch.New([]string{path}, []filewatch.Version{seen}, settle)}
 }
 
-// reload reads the file at once (SIGHUP) and puts its keys in force.
-func (kr *keyRotation) reload(why string) {
+// Reload reads the file at once (SIGHUP) and puts its keys in force.
+func (kr *keyRotation) Reload(why string) {
 	data, err := kr.watch.Read()
 	kr.load(why, data, err)
 }
 
-// poll loads the file once a change has stayed put (see filewatch).
-func (kr *keyRotation) poll() {
+// Poll loads the file once a change has stayed put (see filewatch).
+func (kr *keyRotation) Poll() {
 	if data, due, err := kr.watch.Poll(time.Now()); due {
 		kr.load("file changed", data, err)
 	}
@@ -90,12 +90,12 @@ func scopeCounts(keys []apiKey) slog.Attr {
 // reloadable is something loaded from files that SIGHUP, and a change of
 // its files, put in force again: the key file, the TLS pair.
 type reloadable interface {
-	reload(why string) // now
-	poll()             // once a change has stayed put (see filewatch)
+	Reload(why string) // now
+	Poll()             // once a change has stayed put (see filewatch)
 }
 
 // watchReloads reloads every one of items on every signal on hup and,
-// through poll, when its files have changed, looked at every poll
+// through Poll, when its files have changed, looked at every poll
 // interval, until ctx is done. With nothing to reload a signal is only
 // logged. The interval is a timer set again after each look, not a
 // ticker: two looks are never closer than poll, however late one ran.
@@ -111,11 +111,11 @@ func watchReloads(ctx context.Context, hup <-chan os.Signal, poll time.Duration,
 				log.Info("SIGHUP: no PETSTORE_API_KEYS_FILE and no TLS certificate to reload; nothing changes")
 			}
 			for _, it := range items {
-				it.reload("SIGHUP")
+				it.Reload("SIGHUP")
 			}
 		case <-timer.C:
 			for _, it := range items {
-				it.poll()
+				it.Poll()
 			}
 			timer.Reset(poll)
 		}

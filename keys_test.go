@@ -279,7 +279,7 @@ func TestConfigFilesBounded(t *testing.T) {
 	if err := os.Rename(huge, file); err != nil {
 		t.Fatal(err)
 	}
-	rotation.reload("SIGHUP")
+	rotation.Reload("SIGHUP")
 	if _, granted := ring.match(key); granted == 0 || !strings.Contains(logs.String(), "more than 1048576 bytes") {
 		t.Errorf("a reload of a file over 1 MiB: key in force %v; log %s", granted != 0, logs)
 	}

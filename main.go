@@ -26,6 +26,7 @@ import (
 	"petstore/internal/connlimit"
 	"petstore/internal/logsink"
 	"petstore/internal/store"
+	"petstore/internal/tlsreload"
 )
 
 func main() {
@@ -220,8 +221,8 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *keyring, srv *http.Server, log *slog.Logger) {
 	var reloads []reloadable
 	if cfg.tls != nil {
-		pair := newTLSPair(cfg.tls, fileSettle, log)
-		srv.TLSConfig = pair.serverConfig()
+		pair := tlsreload.New(cfg.tls, fileSettle, log)
+		srv.TLSConfig = pair.ServerConfig()
 		reloads = append(reloads, pair)
 	}
 	if cfg.keyFile != "" {

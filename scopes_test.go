@@ -290,7 +290,7 @@ func TestKeyScopesReload(t *testing.T) {
 	}
 
 	write("# the same key may now create\n" + fileKey + ":write\n" + otherKey + ":read+metrics\n")
-	rotation.reload("SIGHUP")
+	rotation.Reload("SIGHUP")
 	if got := create(fileKey, "b"); got != http.StatusCreated {
 		t.Errorf("create after the key was given write: got %d, want 201", got)
 	}
@@ -301,7 +301,7 @@ func TestKeyScopesReload(t *testing.T) {
 	}
 
 	write(fileKey + ":read\n" + otherKey + ":write+Metrics\n")
-	rotation.reload("SIGHUP")
+	rotation.Reload("SIGHUP")
 	refused := findLog(parseLogLines(t, logs.Lines()), "API keys not reloaded; the keys in force stay", nil)
 	if refused == nil || !containsAll(refused["error"], file, "line 2", "none of read, write and metrics") {
 		t.Errorf("a bad scope on line 2: got %v, want an error naming the file and line 2", refused)

@@ -23,6 +23,7 @@ import (
 	"petstore/internal/bodybudget"
 
 	"petstore/internal/connlimit"
+	"petstore/internal/tlsreload"
 )
 
 // Helpers of the TLS tests: certificates made here with crypto/x509
@@ -169,7 +170,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	log := accesslog.NewJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
-	srv.TLSConfig = newTLSPair(files, fileSettle, log).serverConfig()
+	srv.TLSConfig = tlsreload.New(files, fileSettle, log).ServerConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
