@@ -2,16 +2,15 @@ package main
 
 import (
 	"net/http"
-	"petstore/internal/apidocs"
-	"petstore/internal/openapi"
 	"strconv"
+
+	"petstore/internal/apidocs"
 )
 
 // The service serves three documents, made once by newServer from the route
 // table: the OpenAPI 3.1 document (internal/openapi), its 3.0.3 form, and
 // the docs page for people rendered from the 3.1 one (internal/apidocs;
-// docs/api.md, "Documentation for people"). Here is what main tells them of
-// its routes, and the handlers that serve them.
+// docs/api.md, "Documentation for people"). Here are the handlers that serve them.
 
 // handleDocument handles "GET /v1/openapi.json" and "GET /v1/openapi-3.0.json":
 // an OpenAPI document, built once at start by newServer.
@@ -19,29 +18,6 @@ func handleDocument(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, doc)
 	})
-}
-
-// openAPIOperations says what the OpenAPI document shows of each route of
-// table: everything but its handler.
-func openAPIOperations(table []route) []openapi.Operation {
-	ops := make([]openapi.Operation, 0, len(table))
-	for _, rt := range table {
-		op := openapi.Operation{
-			Method:      rt.method,
-			Path:        rt.path,
-			OperationID: rt.operationID,
-			Head:        rt.method == http.MethodGet, // a GET route answers HEAD too (route.methods)
-			Public:      rt.public,
-			Scope:       rt.scope.String(),
-			Stability:   rt.stability,
-		}
-		if dep := rt.deprecation; dep != nil {
-			deprecated, sunset := dep.headerValues()
-			op.Deprecation = &openapi.Deprecation{At: dep.at, Sunset: dep.sunset, DeprecationHeader: deprecated, SunsetHeader: sunset}
-		}
-		ops = append(ops, op)
-	}
-	return ops
 }
 
 // docsPage is the rendered docs page with the header values it is served

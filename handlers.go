@@ -2,16 +2,14 @@ package main
 
 import (
 	"net/http"
+	"strconv"
+	"sync/atomic"
+
 	"petstore/internal/bodybudget"
 	"petstore/internal/catalog"
-	"strconv"
-	"strings"
-	"sync/atomic"
 
 	"petstore/internal/textcut"
 )
-
-var listCacheControl = []string{"private, no-cache"}
 
 // handleCategoryList handles "GET /v1/categories": every category, sorted
 // by id, served from the store's encoded snapshot, with an ETag; with a
@@ -50,34 +48,6 @@ func handleCategoryList(store Store) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		snap.WriteTo(w)
 	})
-}
-
-// answeredNotModified sets the ETag and Cache-Control of an answer whose
-// representation has the tag etag, and answers 304 Not Modified when the
-// request's If-None-Match matches it: the one conditional GET of every
-// answer with an ETag. It reports whether it answered; if not, the caller
-// answers with the representation.
-func answeredNotModified(w http.ResponseWriter, r *http.Request, etag, cacheControl []string) bool {
-	h := w.Header()
-	h["Etag"] = etag
-	h["Cache-Control"] = cacheControl
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" && etagMatches(inm, etag[0]) {
-		w.WriteHeader(http.StatusNotModified)
-		return true
-	}
-	return false
-}
-
-// etagMatches reports whether an If-None-Match value matches etag, by the
-// weak comparison RFC 9110 section 13.1.2 prescribes for it.
-func etagMatches(ifNoneMatch, etag string) bool {
-	for _, candidate := range strings.Split(ifNoneMatch, ",") {
-		candidate = strings.TrimSpace(candidate)
-		if candidate == "*" || strings.TrimPrefix(candidate, "W/") == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // handleCategoryCreate handles "POST /v1/categories".
@@ -162,13 +132,4 @@ func handleHealth(store Store) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, ok)
 	})
-}
-
-// headerValue is h.Get(key) for a key already in canonical form, as net/http
-// stores the keys of a request it read: it skips canonicalising key.
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }

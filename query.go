@@ -150,6 +150,10 @@ func rejectQuery(next http.Handler) http.Handler {
 	})
 }
 
+// listCacheControl is the Cache-Control of the list and its pages: a cache
+// keeps them for one client only, and asks each time whether they changed.
+var listCacheControl = []string{"private, no-cache"}
+
 // servePage answers "GET /v1/categories" with a query: a page of the
 // snapshot, or the category of a name, cut from the encoded list by id, with
 // an ETag of its own that changes whenever the catalogue does.

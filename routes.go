@@ -5,9 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"petstore/internal/accesslog"
@@ -32,12 +29,6 @@ type route struct {
 	deprecation *deprecation // nil: not deprecated
 	stability   string       // "experimental", "beta" or ""
 	query       bool         // defines query parameters, which its handler checks; others take none
-}
-
-// deprecation says when a route was deprecated (RFC 9745) and when it goes
-// away (RFC 8594).
-type deprecation struct {
-	at, sunset time.Time
 }
 
 // deps is what the routes need.
@@ -130,6 +121,29 @@ func metricRoutes(table []route, doc []byte, preflights bool) ([]metricRoute, er
 	return counted, nil
 }
 
+// openAPIOperations says what the OpenAPI document shows of each route of
+// table: everything but its handler.
+func openAPIOperations(table []route) []openapi.Operation {
+	ops := make([]openapi.Operation, 0, len(table))
+	for _, rt := range table {
+		op := openapi.Operation{
+			Method:      rt.method,
+			Path:        rt.path,
+			OperationID: rt.operationID,
+			Head:        rt.method == http.MethodGet, // a GET route answers HEAD too (route.methods)
+			Public:      rt.public,
+			Scope:       rt.scope.String(),
+			Stability:   rt.stability,
+		}
+		if dep := rt.deprecation; dep != nil {
+			deprecated, sunset := dep.headerValues()
+			op.Deprecation = &openapi.Deprecation{At: dep.at, Sunset: dep.sunset, DeprecationHeader: deprecated, SunsetHeader: sunset}
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
 // checkScopes makes sure every route that needs a key names exactly one
 // scope, and a public one none: a route cannot be served to every key by
 // forgetting its scope.
@@ -149,12 +163,6 @@ func (rt route) methods() []string {
 		return []string{"GET", "HEAD"}
 	}
 	return []string{rt.method}
-}
-
-// headerValues returns the Deprecation (RFC 9745) and Sunset (RFC 8594)
-// header values of dep.
-func (dep deprecation) headerValues() (deprecated, sunset string) {
-	return "@" + strconv.FormatInt(dep.at.Unix(), 10), dep.sunset.UTC().Format(http.TimeFormat)
 }
 
 // newHandler builds the service's handler from a route table. Middleware
@@ -201,48 +209,4 @@ func newHandler(table []route, d deps) http.Handler {
 		h = d.cors.Headers(h)
 	}
 	return logRequests(accesslog.New(d.access), d.log, d.metrics, h)
-}
-
-func methodNotAllowed(methods []string) http.Handler {
-	allow := allowValue(methods)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		notAllowed(w, r, r.Method, allow)
-	})
-}
-
-// allowValue is the Allow header value of a path whose routes answer
-// methods: the methods sorted, comma-separated. A 405 and a CORS preflight
-// of the path list the same.
-func allowValue(methods []string) []string {
-	return []string{strings.Join(slices.Sorted(slices.Values(methods)), ", ")}
-}
-
-// notAllowed answers 405 for method on a path whose methods allow lists.
-func notAllowed(w http.ResponseWriter, r *http.Request, method string, allow []string) {
-	w.Header()["Allow"] = allow
-	writeError(w, r, apiErrorf(codeMethodNotAllowed, "method %s is not allowed here; allowed: %s", textcut.Truncate(method, 20), allow[0]))
-}
-
-// deprecationHeaders adds Deprecation and Sunset to every answer of a route.
-func deprecationHeaders(dep deprecation, next http.Handler) http.Handler {
-	d, sun := dep.headerValues()
-	deprecated, sunset := []string{d}, []string{sun}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Deprecation"] = deprecated
-		h["Sunset"] = sunset
-		next.ServeHTTP(w, r)
-	})
-}
-
-// sunsetGate answers 410 once the route's sunset instant has passed.
-func sunsetGate(dep deprecation, now func() time.Time, next http.Handler) http.Handler {
-	gone := apiErrorf(codeGone, "this operation was withdrawn at its sunset, %s", dep.sunset.UTC().Format(time.RFC3339))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !now().Before(dep.sunset) {
-			writeError(w, r, gone)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
