@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -219,56 +218,6 @@ func BenchmarkAuth(b *testing.B) {
 			})
 		}
 	}
-}
-
-// BenchmarkReplay measures start-up: opening a journal of 1,000,000
-// categories (names of 20 characters) and replaying it into memory. It
-// reports the heap the store keeps per category.
-//
-//	go test -run '^$' -bench 'BenchmarkReplay$' -benchtime 3x .
-func BenchmarkReplay(b *testing.B) {
-	const n = 1_000_000
-	path := filepath.Join(b.TempDir(), "replay.jsonl")
-	writeBenchJournal(b, path, n)
-	var heapPerCategory float64
-	b.ResetTimer()
-	for range b.N {
-		before := liveHeap()
-		s, err := openStore(path, store.EtcdConfig{}, store.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if got := snapshotOf(b, s).Len(); got != n {
-			b.Fatalf("replayed %d categories, want %d", got, n)
-		}
-		heapPerCategory = float64(liveHeap()-before) / n
-		runtime.KeepAlive(s)
-		s.Close()
-		b.StartTimer()
-	}
-	b.ReportMetric(heapPerCategory, "heap-B/category")
-}
-
-// writeBenchJournal writes a journal of n categories named by benchName.
-func writeBenchJournal(b *testing.B, path string, n int) {
-	b.Helper()
-	buf := make([]byte, 0, 48*n)
-	buf = append(buf, journalHeader+"\n"...)
-	for i := 1; i <= n; i++ {
-		buf = append((catalog.Category{ID: int64(i), Name: benchName(i)}).AppendJSON(buf), '\n')
-	}
-	if err := os.WriteFile(path, buf, 0o600); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // The list answer costs the same allocations at any size: its bytes are

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"petstore/internal/catalog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"petstore/internal/catalog"
 	"petstore/internal/etcd/etcdtest"
 )
 
@@ -19,13 +19,17 @@ import (
 
 // openClusterStore opens an etcd store on prefix of cluster, closed at the
 // end of the test (Close may be called before).
-func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string) *Etcd {
+func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string, opts ...func(*Options)) *Etcd {
 	t.Helper()
 	cfg := EtcdConfig{Prefix: prefix, StartTimeout: 30 * time.Second}
 	for _, ep := range strings.Split(cluster.Endpoints(), ",") {
 		cfg.Endpoints = append(cfg.Endpoints, "http://"+ep)
 	}
-	s, err := OpenEtcd(cfg, Options{})
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := OpenEtcd(cfg, o)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

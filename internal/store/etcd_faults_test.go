@@ -3,12 +3,11 @@ package store
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"petstore/internal/catalog"
 	"strings"
 	"testing"
 	"time"
 
+	"petstore/internal/catalog"
 	"petstore/internal/etcd/etcdtest"
 	"petstore/internal/testkit"
 )
@@ -23,13 +22,7 @@ import (
 func openLoggedFakeStore(t *testing.T, endpoints ...string) (*Etcd, *testkit.LockedBuffer) {
 	t.Helper()
 	logs := &testkit.LockedBuffer{}
-	s, err := OpenEtcd(EtcdConfig{Endpoints: endpoints, Prefix: "p", StartTimeout: 5 * time.Second},
-		Options{Log: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, logs
+	return openFakeStore(t, EtcdConfig{Endpoints: endpoints}, withStoreLog(logs)), logs
 }
 
 // A create etcd committed, whose every answer is lost while the watch

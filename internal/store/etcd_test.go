@@ -11,13 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"petstore/internal/catalog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"petstore/internal/catalog"
 	"petstore/internal/etcd"
 	"petstore/internal/etcd/etcdtest"
 )
@@ -29,14 +29,20 @@ import (
 // a 503). The real cluster is in etcd_cluster_test.go; the client alone is
 // tested in internal/etcd.
 
-// openFakeStore opens an etcd store on the given endpoints.
-func openFakeStore(t *testing.T, cfg EtcdConfig) *Etcd {
+// openFakeStore opens an etcd store on the endpoints of cfg (prefix "p"
+// unless it names one), with its log discarded unless opts say otherwise,
+// and closes it at the end of the test.
+func openFakeStore(t *testing.T, cfg EtcdConfig, opts ...func(*Options)) *Etcd {
 	t.Helper()
 	if cfg.Prefix == "" {
 		cfg.Prefix = "p"
 	}
 	cfg.StartTimeout = 5 * time.Second
-	s, err := OpenEtcd(cfg, Options{Log: slog.New(slog.DiscardHandler)})
+	o := Options{Log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := OpenEtcd(cfg, o)
 	if err != nil {
 		t.Fatalf("OpenEtcd: %v", err)
 	}

@@ -1,43 +1,53 @@
-package main
+package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"petstore/internal/catalog"
-	"petstore/internal/store"
-
 	"petstore/internal/etcd/etcdtest"
 )
 
-// The contract of a Store (store.go), checked the same way against every
-// store: memory, a journal file, etcd on the fake gateway and a real
-// 3-member etcd cluster. A store passes only what it promises alike; where
-// one legitimately does otherwise the case is left out for it, and the
-// case says why.
+// The contract of a store, checked the same way against every store of
+// this package: Memory, Journal, Etcd on the fake gateway and Etcd on a
+// real 3-member etcd cluster. They are the stores main's Store interface
+// (store.go of the top-level package) stands for, and the cases call them
+// through that interface's methods (contractStore). A store passes only
+// what it promises alike; where one legitimately does otherwise the case
+// is left out for it, and the case says why.
 //
 // It is one test so that the cluster starts once: every case opens its
 // own data (a journal file, an etcd prefix), never another case's.
 
+// contractStore is what the cases ask of a store: methods of main's Store
+// interface.
+type contractStore interface {
+	creator
+	lister
+	Get(ctx context.Context, id int64) ([]byte, error)
+	Health() error
+	Close() error
+}
+
+var _ = []contractStore{(*Memory)(nil), (*Journal)(nil), (*Etcd)(nil)}
+
+// storeOpener opens a case's data, holding at most maxCategories
+// categories (0: the default). Each call opens it again: a case closes a
+// store and opens another to see what a restart sees. Stores are closed
+// when the case ends.
+type storeOpener func(t *testing.T, maxCategories int64) contractStore
+
 // storeUnderTest is one store as a case sees it.
 type storeUnderTest struct {
-	// open opens the case's data, holding at most maxCategories categories
-	// (0: the default). Each call opens it again: a case closes a store and
-	// opens another to see what a restart sees. Stores are closed when the
-	// case ends.
-	open func(t *testing.T, maxCategories int64) Store
-	// durable: another open finds what was created (not ":memory:").
+	open storeOpener
+	// durable: another open finds what was created (not Memory).
 	durable bool
-	// closes: Close stops creates (":memory:" has nothing to close).
+	// closes: Close stops creates (Memory has nothing to close).
 	closes bool
 }
 
@@ -69,90 +79,68 @@ func TestStoreContract(t *testing.T) {
 // prefix each); without an etcd binary its subtest skips, or fails when
 // PETSTORE_TEST_REQUIRE_ETCD=1 (etcdtest.StartCluster).
 func forEachStore(t *testing.T, cases []storeCase) {
-	runCases := func(t *testing.T, durable, closes bool, data func(t *testing.T) string) {
+	// data makes a case's data and returns how to open it.
+	runCases := func(t *testing.T, durable, closes bool, data func(t *testing.T) storeOpener) {
 		for _, c := range cases {
 			st := storeUnderTest{durable: durable, closes: closes}
 			if c.leaveOut != nil && c.leaveOut(st) {
 				continue
 			}
 			t.Run(c.name, func(t *testing.T) {
-				d := data(t)
-				st.open = func(t *testing.T, maxCategories int64) Store { return openContractStore(t, d, maxCategories) }
+				st.open = data(t)
 				c.run(t, st)
 			})
 		}
 	}
 	t.Run("memory", func(t *testing.T) {
-		runCases(t, false, false, func(*testing.T) string { return memoryPath })
+		runCases(t, false, false, func(*testing.T) storeOpener {
+			return func(t *testing.T, maxCategories int64) contractStore {
+				s := NewMemory(Options{MaxCategories: maxCategories})
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+		})
 	})
 	t.Run("journal", func(t *testing.T) {
-		runCases(t, true, true, func(t *testing.T) string { return filepath.Join(t.TempDir(), "categories.journal") })
+		runCases(t, true, true, func(t *testing.T) storeOpener {
+			path := filepath.Join(t.TempDir(), "categories.journal")
+			return func(t *testing.T, maxCategories int64) contractStore {
+				return openTestStore(t, path, withMaxCategories(maxCategories))
+			}
+		})
 	})
 	t.Run("etcd fake gateway", func(t *testing.T) {
-		fake, _ := etcdtest.NewFake(t, "3.4")
-		srv := httptest.NewServer(leaseGranting{fake})
-		t.Cleanup(srv.Close)
+		_, srv := etcdtest.NewFake(t, "3.4")
 		n := 0
-		runCases(t, true, true, func(*testing.T) string {
+		runCases(t, true, true, func(*testing.T) storeOpener {
 			n++
-			return "etcd://" + strings.TrimPrefix(srv.URL, "http://") + fmt.Sprintf("/contract-%d", n)
+			cfg := EtcdConfig{Endpoints: []string{srv.URL}, Prefix: fmt.Sprintf("contract-%d", n)}
+			return func(t *testing.T, maxCategories int64) contractStore {
+				return openFakeStore(t, cfg, withMaxCategories(maxCategories))
+			}
 		})
 	})
 	t.Run("etcd cluster", func(t *testing.T) {
 		cluster := etcdtest.StartCluster(t)
 		n := 0
-		runCases(t, true, true, func(*testing.T) string {
+		runCases(t, true, true, func(*testing.T) storeOpener {
 			n++
-			return cluster.Data(fmt.Sprintf("contract-%d", n))
+			prefix := fmt.Sprintf("contract-%d", n)
+			return func(t *testing.T, maxCategories int64) contractStore {
+				return openClusterStore(t, cluster, prefix, withMaxCategories(maxCategories))
+			}
 		})
 	})
 }
 
-// leaseGranting is the fake gateway with the one call it lacks that keyed
-// creates make: /v3/lease/grant. Its one lease never expires, nor do the
-// fake's keys; no case waits for an Idempotency-Key to expire.
-type leaseGranting struct{ fake *etcdtest.Fake }
-
-func (h leaseGranting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v3/lease/grant" {
-		h.fake.ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"header":{"cluster_id":"14841639068965178418","member_id":"10276657743932975437","revision":"1","raft_term":"2"},"ID":"7587862072907120386","TTL":"90000"}`)
-}
-
-// openContractStore opens the store PETSTORE_DATA=data names, as run does
-// with no other variable set (but a 10 s etcd start timeout), and closes
-// it when the test ends.
-func openContractStore(t *testing.T, data string, maxCategories int64) Store {
-	t.Helper()
-	opts := store.Options{MaxCategories: maxCategories}
-	var etcdCfg store.EtcdConfig
-	if strings.HasPrefix(data, "etcd://") {
-		getenv := func(name string) string {
-			if name == "PETSTORE_ETCD_START_TIMEOUT" {
-				return "10s"
-			}
-			return ""
-		}
-		cfg, err := loadEtcdConfig(getenv, data)
-		if err != nil {
-			t.Fatalf("etcd config of %s: %v", data, err)
-		}
-		etcdCfg = cfg
-	}
-	s, err := openStore(data, etcdCfg, opts)
-	if err != nil {
-		t.Fatalf("open %s: %v", data, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+// withMaxCategories sets the catalogue cap of a store's options.
+func withMaxCategories(n int64) func(*Options) {
+	return func(o *Options) { o.MaxCategories = n }
 }
 
 // contractCreate creates nc in s and checks the answer: the category nc
 // makes with the id want, not replayed.
-func contractCreate(t *testing.T, s Store, nc catalog.NewCategory, want int64) {
+func contractCreate(t *testing.T, s contractStore, nc catalog.NewCategory, want int64) {
 	t.Helper()
 	c, err := s.Create(context.Background(), nc)
 	if err != nil {
@@ -165,7 +153,7 @@ func contractCreate(t *testing.T, s Store, nc catalog.NewCategory, want int64) {
 
 // contractRefused creates nc in s and checks that it is refused with an
 // error that is target (errors.Is).
-func contractRefused(t *testing.T, s Store, nc catalog.NewCategory, target error) {
+func contractRefused(t *testing.T, s contractStore, nc catalog.NewCategory, target error) {
 	t.Helper()
 	c, err := s.Create(context.Background(), nc)
 	if !errors.Is(err, target) {
@@ -174,12 +162,9 @@ func contractRefused(t *testing.T, s Store, nc catalog.NewCategory, target error
 }
 
 // contractListed returns what s lists: the JSON array and its ETag.
-func contractListed(t *testing.T, s Store) (list, etag string) {
+func contractListed(t *testing.T, s contractStore) (list, etag string) {
 	t.Helper()
-	snap, err := s.List(context.Background())
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
+	snap := snapshotOf(t, s)
 	var b strings.Builder
 	if _, err := snap.WriteTo(&b); err != nil {
 		t.Fatalf("List: writing: %v", err)
@@ -192,7 +177,7 @@ func contractListed(t *testing.T, s Store) (list, etag string) {
 
 // contractListsAsBefore checks that s lists list with ETag etag, as it
 // did before what when names.
-func contractListsAsBefore(t *testing.T, s Store, list, etag, when string) {
+func contractListsAsBefore(t *testing.T, s contractStore, list, etag, when string) {
 	t.Helper()
 	if got, gotETag := contractListed(t, s); got != list || gotETag != etag {
 		t.Errorf("List %s: got %s, ETag %s; want %s, ETag %s", when, got, gotETag, list, etag)
@@ -211,9 +196,6 @@ func contractArray(cats ...catalog.Category) string {
 	return "[" + string(b) + "]"
 }
 
-// contractScope is the scope of an Idempotency-Key sent with apiKey.
-func contractScope(apiKey string) [sha256.Size]byte { return sha256.Sum256([]byte(apiKey)) }
-
 // Ids start at 1 and follow in the order of the creates, Get answers each
 // category's JSON, and a durable store keeps both: the next id after a
 // reopen follows the last.
@@ -230,7 +212,7 @@ func contractIDs(t *testing.T, st storeUnderTest) {
 	for _, c := range cats {
 		contractCreate(t, s, catalog.NewCategory{Name: c.Name, Description: c.Description, HasDescription: c.HasDescription}, c.ID)
 	}
-	check := func(s Store) {
+	check := func(s contractStore) {
 		t.Helper()
 		for _, c := range cats {
 			body, err := s.Get(context.Background(), c.ID)
@@ -309,7 +291,7 @@ func contractNameTaken(t *testing.T, st storeUnderTest) {
 	s := st.open(t, 0)
 	contractCreate(t, s, catalog.NewCategory{Name: "Dog"}, 1)
 	list, etag := contractListed(t, s)
-	key := catalog.NewIdempotencyKey(contractScope("api key one"), "take-1")
+	key := catalog.NewIdempotencyKey(scopeOf("api key one"), "take-1")
 	for _, nc := range []catalog.NewCategory{
 		{Name: "Dog"}, {Name: "dog"}, {Name: "DOG"}, {Name: "ｄｏｇ"}, {Name: "Ｄｏｇ"},
 		{Name: "dog", Description: "another", HasDescription: true},
@@ -332,12 +314,12 @@ func contractReplay(t *testing.T, st storeUnderTest) {
 	s := st.open(t, 0)
 	nc := func() catalog.NewCategory {
 		return catalog.NewCategory{Name: "dog", Description: "barks", HasDescription: true,
-			Key: catalog.NewIdempotencyKey(contractScope("api key one"), "replay-1")}
+			Key: catalog.NewIdempotencyKey(scopeOf("api key one"), "replay-1")}
 	}
 	contractCreate(t, s, nc(), 1)
 	list, etag := contractListed(t, s)
 	want := string(nc().WithID(1).AppendJSON(nil))
-	replayed := func(s Store, when string) {
+	replayed := func(s contractStore, when string) {
 		t.Helper()
 		c, err := s.Create(context.Background(), nc())
 		if err != nil || c.ID != 1 || string(c.JSON) != want || !c.Replayed {
@@ -361,7 +343,7 @@ func contractReplay(t *testing.T, st storeUnderTest) {
 // another API key is another key.
 func contractKeyReused(t *testing.T, st storeUnderTest) {
 	s := st.open(t, 0)
-	scope := contractScope("api key one")
+	scope := scopeOf("api key one")
 	keyed := func(name string) catalog.NewCategory {
 		return catalog.NewCategory{Name: name, Key: catalog.NewIdempotencyKey(scope, "reuse-1")}
 	}
@@ -373,7 +355,7 @@ func contractKeyReused(t *testing.T, st storeUnderTest) {
 		contractRefused(t, s, nc, catalog.ErrKeyReused)
 	}
 	contractListsAsBefore(t, s, list, etag, "after the refusals")
-	contractCreate(t, s, catalog.NewCategory{Name: "cat", Key: catalog.NewIdempotencyKey(contractScope("api key two"), "reuse-1")}, 2)
+	contractCreate(t, s, catalog.NewCategory{Name: "cat", Key: catalog.NewIdempotencyKey(scopeOf("api key two"), "reuse-1")}, 2)
 	if !st.durable {
 		return
 	}
@@ -391,7 +373,7 @@ func contractCap(t *testing.T, st storeUnderTest) {
 	contractCreate(t, s, catalog.NewCategory{Name: "dog"}, 1)
 	contractCreate(t, s, catalog.NewCategory{Name: "cat"}, 2)
 	list, etag := contractListed(t, s)
-	keyed := catalog.NewCategory{Name: "bird", Key: catalog.NewIdempotencyKey(contractScope("api key one"), "cap-1")}
+	keyed := catalog.NewCategory{Name: "bird", Key: catalog.NewIdempotencyKey(scopeOf("api key one"), "cap-1")}
 	contractRefused(t, s, catalog.NewCategory{Name: "fish"}, catalog.ErrQuotaExceeded)
 	contractRefused(t, s, keyed, catalog.ErrQuotaExceeded)
 	contractRefused(t, s, keyed, catalog.ErrQuotaExceeded)
@@ -422,6 +404,6 @@ func contractClosed(t *testing.T, st storeUnderTest) {
 		t.Fatalf("Close: %v", err)
 	}
 	contractRefused(t, s, catalog.NewCategory{Name: "cat"}, catalog.ErrUnavailable)
-	contractRefused(t, s, catalog.NewCategory{Name: "bird", Key: catalog.NewIdempotencyKey(contractScope("api key one"), "closed-1")}, catalog.ErrUnavailable)
+	contractRefused(t, s, catalog.NewCategory{Name: "bird", Key: catalog.NewIdempotencyKey(scopeOf("api key one"), "closed-1")}, catalog.ErrUnavailable)
 	contractListsAsBefore(t, st.open(t, 0), list, etag, "after a reopen")
 }
