@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // startToFailure runs the binary in dir with env (over a valid
@@ -142,5 +144,23 @@ func TestDataPathSymlinkStopsTheStart(t *testing.T) {
 				t.Errorf("the link's target: got %q (%v), want it unchanged, %q", got, err, tc.target)
 			}
 		})
+	}
+}
+
+// PETSTORE_DATA=:memory: opens the memory store, which writes nothing: no
+// file named :memory: either.
+func TestMemoryStoreWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(memoryPath, store.EtcdConfig{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStoreCreate(t, s, "dog")
+	s.Close()
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("temp dir not empty: %v", entries)
+	}
+	if _, err := os.Stat(memoryPath); err == nil {
+		t.Errorf("a file named %s was created", memoryPath)
 	}
 }

@@ -46,3 +46,29 @@ func TestExportSaysWhichStore(t *testing.T) {
 		})
 	}
 }
+
+// petstore -export reads a journal and changes nothing in it: a version-1
+// header stays version 1 (an older petstore can still read the file), a
+// torn last line stays where it is.
+func TestExportLeavesTheJournalAlone(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cats.jsonl")
+	content := `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n" + `{"id":2,"na`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCommand(t, map[string]string{"PETSTORE_DATA": path, "PETSTORE_API_KEYS": e2eKey}, "-export")
+	if err != nil {
+		t.Fatalf("-export: %v", err)
+	}
+	// An export holds no keys: it says version 1, which every petstore reads.
+	if want := `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"; stdout != want {
+		t.Errorf("exported: %q, want %q", stdout, want)
+	}
+	if data, _ := os.ReadFile(path); string(data) != content {
+		t.Errorf("the journal changed: %q", data)
+	}
+	if _, err := os.Stat(path + ".torn"); err == nil {
+		t.Errorf("-export wrote a .torn file")
+	}
+}
