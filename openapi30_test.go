@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"reflect"
 	"regexp"
 	"testing"
@@ -17,23 +15,6 @@ import (
 // key, the same operations as the 3.1 one, nothing of 3.1 left, references a
 // 3.0 generator follows. internal/openapi tests the conversion of each 3.1
 // construct.
-
-// fetchDocumentAt gets the document at path, without a key, and decodes it.
-func fetchDocumentAt(t *testing.T, env *testEnv, path string) map[string]any {
-	t.Helper()
-	rec := env.do(t, request{method: "GET", path: path, header: map[string]string{}})
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET %s without a key: got %d, want 200; body %s", path, rec.Code, rec.Body)
-	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("GET %s: Content-Type: got %q, want application/json", path, ct)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
-		t.Fatalf("GET %s: not JSON: %v", path, err)
-	}
-	return doc
-}
 
 // operationIDs maps "METHOD /full/path" to the operationId documented there.
 func operationIDs(t *testing.T, doc map[string]any) map[string]any {

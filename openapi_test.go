@@ -31,16 +31,22 @@ func withPets(dep deprecation) testOption {
 // fetchDocument gets the served document, without a key, and decodes it.
 func fetchDocument(t *testing.T, env *testEnv) map[string]any {
 	t.Helper()
-	rec := env.do(t, request{method: "GET", path: "/v1/openapi.json", header: map[string]string{}})
+	return fetchDocumentAt(t, env, "/v1/openapi.json")
+}
+
+// fetchDocumentAt gets the document at path, without a key, and decodes it.
+func fetchDocumentAt(t *testing.T, env *testEnv, path string) map[string]any {
+	t.Helper()
+	rec := env.do(t, request{method: "GET", path: path, header: map[string]string{}})
 	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /v1/openapi.json without a key: got %d, want 200; body %s", rec.Code, rec.Body)
+		t.Fatalf("GET %s without a key: got %d, want 200; body %s", path, rec.Code, rec.Body)
 	}
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type: got %q, want application/json", ct)
+		t.Errorf("GET %s: Content-Type: got %q, want application/json", path, ct)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
-		t.Fatalf("the document is not JSON: %v", err)
+		t.Fatalf("GET %s: not JSON: %v", path, err)
 	}
 	return doc
 }
