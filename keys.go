@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-	"os"
 	"petstore/internal/filewatch"
 	"slices"
 	"time"
@@ -29,44 +27,32 @@ type keyRotation struct {
 	ring    *keyring
 	envKeys []apiKey
 	path    string
-	log     *slog.Logger
-	watch   *filewatch.Watch
 }
 
-// newKeyRotation reloads path into ring, whose keys were read from the
-// file when it was at version seen; a change is loaded once it has stayed
-// unchanged for settle and a poll.
-func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen filewatch.Version, settle time.Duration, log *slog.Logger) *keyRotation {
-	return &keyRotation{ring: ring, envKeys: envKeys, path: path, log: log, watch: filewatch.New([]string{path}, []filewatch.Version{seen}, settle)}
-}
-
-// Reload reads the file at once (SIGHUP) and puts its keys in force.
-func (kr *keyRotation) Reload(why string) {
-	data, err := kr.watch.Read()
-	kr.load(why, data, err)
-}
-
-// Poll loads the file once a change has stayed put (see filewatch).
-func (kr *keyRotation) Poll() {
-	if data, due, err := kr.watch.Poll(time.Now()); due {
-		kr.load("file changed", data, err)
+// newKeyRotation returns the reloader of path into ring, whose keys were
+// read from the file when it was at version seen; a change is loaded once
+// it has stayed unchanged for settle and a poll.
+func newKeyRotation(ring *keyring, envKeys []apiKey, path string, seen filewatch.Version, settle time.Duration, log *slog.Logger) *filewatch.Reloader {
+	kr := &keyRotation{ring: ring, envKeys: envKeys, path: path}
+	return &filewatch.Reloader{
+		Watch:    filewatch.New([]string{path}, []filewatch.Version{seen}, settle),
+		Log:      log,
+		Reloaded: "API keys reloaded",
+		Kept:     "API keys not reloaded; the keys in force stay",
+		Load:     kr.load,
 	}
 }
 
-// load puts the keys of data, the file's content (or err, the reason it
-// could not be read), with the environment's, in force.
-func (kr *keyRotation) load(why string, data [][]byte, err error) {
-	var keys []apiKey
-	if err == nil {
-		keys, err = parseKeyFile(kr.path, data[0])
-	}
+// load puts the keys of data, the file's content, with the environment's,
+// in force.
+func (kr *keyRotation) load(data [][]byte) ([]any, error) {
+	keys, err := parseKeyFile(kr.path, data[0])
 	if err != nil {
-		kr.log.Error("API keys not reloaded; the keys in force stay", "reason", why, "file", kr.path, "error", err.Error())
-		return
+		return []any{"file", kr.path}, err
 	}
 	all := slices.Concat(kr.envKeys, keys)
 	kr.ring.current.Store(newKeySet(all))
-	kr.log.Info("API keys reloaded", "reason", why, "file", kr.path, "file_keys", len(keys), "api_keys", len(all), scopeCounts(all))
+	return []any{"file", kr.path, "file_keys", len(keys), "api_keys", len(all), scopeCounts(all)}, nil
 }
 
 // scopeCounts is the log attribute that says how many keys have each scope
@@ -85,39 +71,4 @@ func scopeCounts(keys []apiKey) slog.Attr {
 		attrs[i] = slog.Int(n.name, counts[i])
 	}
 	return slog.Group("key_scopes", attrs...)
-}
-
-// reloadable is something loaded from files that SIGHUP, and a change of
-// its files, put in force again: the key file, the TLS pair.
-type reloadable interface {
-	Reload(why string) // now
-	Poll()             // once a change has stayed put (see filewatch)
-}
-
-// watchReloads reloads every one of items on every signal on hup and,
-// through Poll, when its files have changed, looked at every poll
-// interval, until ctx is done. With nothing to reload a signal is only
-// logged. The interval is a timer set again after each look, not a
-// ticker: two looks are never closer than poll, however late one ran.
-func watchReloads(ctx context.Context, hup <-chan os.Signal, poll time.Duration, log *slog.Logger, items ...reloadable) {
-	timer := time.NewTimer(poll)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if len(items) == 0 {
-				log.Info("SIGHUP: no PETSTORE_API_KEYS_FILE and no TLS certificate to reload; nothing changes")
-			}
-			for _, it := range items {
-				it.Reload("SIGHUP")
-			}
-		case <-timer.C:
-			for _, it := range items {
-				it.Poll()
-			}
-			timer.Reset(poll)
-		}
-	}
 }

@@ -158,7 +158,7 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	rotation := newKeyRotation(ring, nil, file, seen, poll, slog.New(slog.NewJSONHandler(logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); watchReloads(ctx, nil, poll, rotation.log, rotation) }()
+	go func() { defer close(stopped); filewatch.Serve(ctx, nil, poll, rotation) }()
 	t.Cleanup(func() { cancel(); <-stopped })
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.keys = ring })
 	status := func(key string) int {

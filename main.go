@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/accesslog"
 	"petstore/internal/bodybudget"
+	"petstore/internal/filewatch"
 	"petstore/internal/openapi"
 	"petstore/internal/procs"
 	"petstore/internal/ratelimit"
@@ -219,16 +220,33 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 // pair and the key file on SIGHUP and when they change, until serving is
 // done.
 func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *keyring, srv *http.Server, log *slog.Logger) {
-	var reloads []reloadable
+	var reloads []*filewatch.Reloader
 	if cfg.tls != nil {
 		pair := tlsreload.New(cfg.tls, fileSettle, log)
 		srv.TLSConfig = pair.ServerConfig()
-		reloads = append(reloads, pair)
+		reloads = append(reloads, pair.Reloader())
 	}
 	if cfg.keyFile != "" {
 		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, fileSettle, log))
 	}
-	go watchReloads(serving, hup, keyFilePoll, log, reloads...)
+	if len(reloads) == 0 {
+		go logHangups(serving, hup, log)
+		return
+	}
+	go filewatch.Serve(serving, hup, keyFilePoll, reloads...)
+}
+
+// logHangups logs each signal on hup until ctx is done: with no key file
+// and no TLS pair, a SIGHUP has nothing to reload.
+func logHangups(ctx context.Context, hup <-chan os.Signal, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: no PETSTORE_API_KEYS_FILE and no TLS certificate to reload; nothing changes")
+		}
+	}
 }
 
 // runTool runs the one command args names (see usage) instead of serving.

@@ -10,6 +10,12 @@
 // earlier poll: the files have then stayed unchanged for the settle time
 // and one poll interval at least. A file whose modification time cannot be
 // trusted (in the future) is due after settleAfterPolls polls alike.
+//
+// A Reloader puts what a Watch's files configure in force again through a
+// load function of its owner's, and logs the outcome, "reloaded" or the
+// one in force kept; Serve drives Reloaders on SIGHUP and every poll
+// interval. So the read-and-poll sequence of every reloaded file is
+// written once, here.
 package filewatch
 
 import (

@@ -105,22 +105,29 @@ func holdsCertificate(data []byte) bool {
 	}
 }
 
-// Pair is the certificate served, put in force again by Reload and Poll.
+// Pair is the certificate served, put in force again by its Reloader.
 // Handshakes read it through an atomic pointer, without a lock. Logs name
 // the files and the certificate's serial number, never key material.
 type Pair struct {
 	certFile, keyFile string
-	watch             *filewatch.Watch
 	log               *slog.Logger
 	current           atomic.Pointer[tls.Certificate]
+	reloader          filewatch.Reloader
 }
 
 // New serves the pair of files, read at start; a change is loaded once it
-// has stayed unchanged for settle and a poll. It warns now if the key file
-// is shared (see Pair).
+// has stayed unchanged for settle and a poll. It warns now, and after each
+// reload, if the key file is shared (see warnIfKeyShared).
 func New(files *Files, settle time.Duration, log *slog.Logger) *Pair {
-	p := &Pair{certFile: files.certFile, keyFile: files.keyFile, log: log,
-		watch: filewatch.New([]string{files.certFile, files.keyFile}, files.seen, settle)}
+	p := &Pair{certFile: files.certFile, keyFile: files.keyFile, log: log}
+	p.reloader = filewatch.Reloader{
+		Watch:    filewatch.New([]string{files.certFile, files.keyFile}, files.seen, settle),
+		Log:      log,
+		Reloaded: "TLS certificate reloaded",
+		Kept:     "TLS certificate not reloaded; the one in force stays",
+		Load:     p.load,
+		Loaded:   p.warnIfKeyShared,
+	}
 	p.current.Store(files.cert)
 	p.warnIfKeyShared()
 	return p
@@ -137,37 +144,21 @@ func (p *Pair) ServerConfig() *tls.Config {
 	}
 }
 
-// Reload reads the pair at once (SIGHUP) and puts it in force if it is good.
-func (p *Pair) Reload(why string) {
-	data, err := p.watch.Read()
-	p.load(why, data, err)
-}
+// Reloader reads the pair again, on SIGHUP or once a change has stayed
+// put, and puts it in force if it is good.
+func (p *Pair) Reloader() *filewatch.Reloader { return &p.reloader }
 
-// Poll puts a change of the pair in force once it has stayed put.
-func (p *Pair) Poll() {
-	if data, due, err := p.watch.Poll(time.Now()); due {
-		p.load("file changed", data, err)
-	}
-}
-
-// load puts the pair of data (or err, the reason it could not be read) in
-// force, or keeps the one in force and logs the file at fault.
-func (p *Pair) load(why string, data [][]byte, err error) {
-	var cert *tls.Certificate
-	if err == nil {
-		cert, err = parse(p.certFile, p.keyFile, data[0], data[1])
-	}
+// load puts the pair of data in force, or returns the file at fault.
+func (p *Pair) load(data [][]byte) ([]any, error) {
+	cert, err := parse(p.certFile, p.keyFile, data[0], data[1])
 	if err != nil {
-		p.log.Error("TLS certificate not reloaded; the one in force stays", "reason", why, "file", faultyFile(err), "error", err.Error())
-		return
+		return []any{"file", faultyFile(err)}, err
 	}
 	p.current.Store(cert)
 	if leaf := cert.Leaf; leaf != nil { // nil only under GODEBUG=x509keypairleaf=0
-		p.log.Info("TLS certificate reloaded", "reason", why, "cert_file", p.certFile, "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
-	} else {
-		p.log.Info("TLS certificate reloaded", "reason", why, "cert_file", p.certFile)
+		return []any{"cert_file", p.certFile, "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter}, nil
 	}
-	p.warnIfKeyShared()
+	return []any{"cert_file", p.certFile}, nil
 }
 
 // warnIfKeyShared warns when users other than petstore's own may read or

@@ -106,7 +106,7 @@ func TestReloadKeepsThePairInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, keyFile, stray)
-	p.Reload("SIGHUP")
+	p.Reloader().Reload("SIGHUP")
 	if got := served(); got != 1 || !strings.Contains(logs.String(), `"msg":"TLS certificate not reloaded; the one in force stays","reason":"SIGHUP","file":"`+keyFile+`"`) {
 		t.Fatalf("after a key that does not match: serial %d served, log %s; want 1 kept and the key file named", got, &logs)
 	}
@@ -114,7 +114,7 @@ func TestReloadKeepsThePairInForce(t *testing.T) {
 		t.Fatalf("key material in the log")
 	}
 	writePair(t, dir, 2)
-	p.Reload("SIGHUP")
+	p.Reloader().Reload("SIGHUP")
 	if got := served(); got != 2 || !strings.Contains(logs.String(), `"msg":"TLS certificate reloaded","reason":"SIGHUP","cert_file":"`+certFile+`","serial":"2"`) {
 		t.Errorf("after a good pair: serial %d served, log %s; want 2", got, &logs)
 	}
