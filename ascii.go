@@ -4,9 +4,6 @@ import "petstore/internal/ascii"
 
 // The character sets of main's validators; read only.
 var (
-	// bearerChars may form an API key: RFC 6750 b64token, less its
-	// trailing "=" (see isBearerToken).
-	bearerChars = ascii.SetOf(ascii.Letters, ascii.Digits, "-._~+/")
 	// requestIDChars may form an X-Request-Id petstore echoes and logs.
 	requestIDChars = ascii.SetOf(ascii.Letters, ascii.Digits, "-._:")
 	// sfTokenStart and sfTokenChars make a structured-field token

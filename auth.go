@@ -1,114 +1,16 @@
 package main
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
-	"sync/atomic"
 
+	"petstore/internal/apikey"
 	"petstore/internal/ratelimit"
 )
 
-// keyDigest is the SHA-256 of an API key: what petstore keeps instead of
-// the key, and what names a client in logs, metrics and rate limits.
-type keyDigest [sha256.Size]byte
-
-// scopes is a set of key scopes, one bit each (docs/api.md,
-// "Authentication"): what an accepted key may do. Every accepted key has at
-// least one, so no scopes at all means no key matched.
-type scopes uint8
-
-const (
-	scopeRead    scopes = 1 << iota // GET and HEAD of the /v1 API
-	scopeWrite                      // creates; a key with it has scopeRead too
-	scopeMetrics                    // GET /metrics
-
-	scopeAll = scopeRead | scopeWrite | scopeMetrics // a key written without scopes
-)
-
-// scopeNames names each scope as keys are written with it (KEY:read+metrics),
-// in the order logs and messages list them.
-var scopeNames = [...]struct {
-	name  string
-	scope scopes
-}{{"read", scopeRead}, {"write", scopeWrite}, {"metrics", scopeMetrics}}
-
-// String returns the names of the scopes in s, joined by "+".
-func (s scopes) String() string {
-	var names []string
-	for _, n := range scopeNames {
-		if s&n.scope != 0 {
-			names = append(names, n.name)
-		}
-	}
-	return strings.Join(names, "+")
-}
-
-// apiKey is an accepted API key and its scopes, as configured.
-type apiKey struct {
-	secret string // never logged
-	scopes scopes
-}
-
-// allScopes returns keys, each with every scope: keys written without any.
-func allScopes(keys ...string) []apiKey {
-	out := make([]apiKey, len(keys))
-	for i, k := range keys {
-		out[i] = apiKey{secret: k, scopes: scopeAll}
-	}
-	return out
-}
-
-// keySet is a set of accepted API keys, kept as digests, so comparisons take
-// the same time whatever a key's length, each with its scopes.
-type keySet struct {
-	entries []keyEntry
-}
-
-// keyEntry is one accepted key of a keySet.
-type keyEntry struct {
-	digest keyDigest
-	scopes scopes
-}
-
-func newKeySet(keys []apiKey) *keySet {
-	ks := &keySet{}
-	for _, k := range keys {
-		ks.entries = append(ks.entries, keyEntry{digest: sha256.Sum256([]byte(k.secret)), scopes: k.scopes})
-	}
-	return ks
-}
-
-// match returns key's digest and the scopes the set grants it: none when
-// it is not one of the set; those of every entry when it is listed more
-// than once. It compares against every key, in constant time, so timing
-// tells nothing about which key came close: an entry's scopes are masked
-// in, or out, whether it matched or not.
-func (ks *keySet) match(key string) (keyDigest, scopes) {
-	d := keyDigest(sha256.Sum256([]byte(key)))
-	var granted scopes
-	for i := range ks.entries {
-		e := &ks.entries[i]
-		equal := subtle.ConstantTimeCompare(d[:], e.digest[:]) // 1 or 0
-		granted |= e.scopes & -scopes(equal)
-	}
-	return d, granted
-}
-
-// keyring holds the key set in force. Rotation (see keys.go) replaces the
-// whole set at once; a request sees the old set or the new one, never a mix.
-type keyring struct {
-	current atomic.Pointer[keySet]
-}
-
-func newKeyring(keys []apiKey) *keyring {
-	kr := &keyring{}
-	kr.current.Store(newKeySet(keys))
-	return kr
-}
-
-func (kr *keyring) match(key string) (keyDigest, scopes) { return kr.current.Load().match(key) }
+// The bearer middleware: requireKey lets a request through only with a key
+// of the set in force (internal/apikey) that has the route's scope, and
+// answers the others 400, 401 or 403 with a challenge.
 
 // WWW-Authenticate challenges (RFC 6750 section 3).
 var (
@@ -129,7 +31,7 @@ type scopeRefusal struct {
 	err       error
 }
 
-func newScopeRefusal(need scopes) scopeRefusal {
+func newScopeRefusal(need apikey.Scopes) scopeRefusal {
 	return scopeRefusal{
 		challenge: []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`},
 		err:       apiErrorf(codeInsufficientScope, "this API key does not have the scope %q, which this operation needs", need.String()),
@@ -152,7 +54,7 @@ func bearerToken(header string) string {
 // facts, for the log and the limiter; with a limiter, each accepted request
 // spends from its key's budget, its scope or not, and every answer says
 // what is left.
-func requireKey(keys *keyring, budgets *ratelimit.Buckets, need scopes, next http.Handler) http.Handler {
+func requireKey(keys *apikey.Ring, budgets *ratelimit.Buckets, need apikey.Scopes, next http.Handler) http.Handler {
 	refusal := newScopeRefusal(need)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.Header["Authorization"]) > 1 {
@@ -167,7 +69,7 @@ func requireKey(keys *keyring, budgets *ratelimit.Buckets, need scopes, next htt
 			return
 		}
 		token := bearerToken(header)
-		digest, granted := keys.match(token)
+		digest, granted := keys.Match(token)
 		if token == "" || granted == 0 {
 			refuseKey(w, r, challengeInvalid, errKeyNotAccepted)
 			return

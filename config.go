@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"petstore/internal/apikey"
 	"petstore/internal/catalog"
 	"petstore/internal/cors"
 	"petstore/internal/filewatch"
@@ -25,11 +22,10 @@ import (
 // docs/operations.md, "Starting").
 type config struct {
 	addr         string
-	keys         []apiKey          // never logged: every key accepted at start
-	envKeys      []apiKey          // the keys of PETSTORE_API_KEYS, which stay for the life of the process
-	keyFile      string            // PETSTORE_API_KEYS_FILE, read again to rotate keys
-	keyFileSeen  filewatch.Version // of the key file, as it was before loadConfig read it
-	generatedKey bool              // keys holds one key made up at start
+	keys         []apikey.Key // never logged: every key accepted at start
+	envKeys      []apikey.Key // the keys of PETSTORE_API_KEYS, which stay for the life of the process
+	keyFile      *apikey.File // PETSTORE_API_KEYS_FILE, read again to rotate keys; nil: none
+	generatedKey bool         // keys holds one key made up at start
 	dataPath     string
 	etcd         store.EtcdConfig // when dataPath is an etcd:// or etcds:// URL
 	pets         deprecation
@@ -115,7 +111,7 @@ func loadLimits(getenv func(string) string, cfg *config) error {
 // and of PETSTORE_API_KEYS_FILE, or with neither, one generated key.
 func loadKeys(getenv func(string) string, cfg *config) error {
 	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
-		keys, err := checkKeys("PETSTORE_API_KEYS", "key", strings.Split(v, ","))
+		keys, err := apikey.ParseList("PETSTORE_API_KEYS", v)
 		if err != nil {
 			return err
 		}
@@ -123,22 +119,19 @@ func loadKeys(getenv func(string) string, cfg *config) error {
 		cfg.keys = append(cfg.keys, keys...)
 	}
 	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
-		// Its version is taken before it is read: a change in between is
-		// then seen by the first poll (see keyRotation), never missed.
-		cfg.keyFileSeen, _ = filewatch.VersionOf(path)
-		keys, err := readKeyFile(path)
+		file, keys, err := apikey.ReadFile("PETSTORE_API_KEYS_FILE", path)
 		if err != nil {
 			return err
 		}
-		cfg.keyFile = path
+		cfg.keyFile = file
 		cfg.keys = append(cfg.keys, keys...)
 	}
 	if len(cfg.keys) == 0 {
-		key, err := generateKey()
+		key, err := apikey.Generate()
 		if err != nil {
 			return err
 		}
-		cfg.keys, cfg.generatedKey = allScopes(key), true
+		cfg.keys, cfg.generatedKey = []apikey.Key{key}, true
 	}
 	return nil
 }
@@ -225,129 +218,15 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 	return t.Truncate(time.Second), nil
 }
 
-// minKeyLength is the shortest API key accepted: 16 random characters of
-// the bearer alphabet are over 90 bits, beyond reach of trying keys
-// against the service, where a 4-character key falls in minutes.
-const minKeyLength = 16
-
-// checkKeys reads the keys of raw, each KEY or KEY:SCOPE[+SCOPE…]
-// (docs/operations.md, "Key scopes"): it trims them, drops blank ones, and
-// checks that each key can be sent as a bearer token (RFC 6750 b64token),
-// is at least minKeyLength characters long, and has known scopes, each
-// once. It reports a bad entry by its position, counted in units ("key" in
-// a list, "line" in a file), never by its text.
-func checkKeys(source, unit string, raw []string) ([]apiKey, error) {
-	var keys []apiKey
-	for i, entry := range raw {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		key, problem := parseKeyEntry(entry)
-		if problem != "" {
-			return nil, fmt.Errorf("%s: %s %d %s", source, unit, i+1, problem)
-		}
-		keys = append(keys, key)
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s is set but holds no key", source)
-	}
-	return keys, nil
-}
-
-// parseKeyEntry reads one configured key, KEY or KEY:SCOPE[+SCOPE…]; a key
-// cannot hold a colon, so the first one starts the scopes. Its problem
-// completes a sentence about the entry ("key 2 …") and never quotes the
-// entry: what stands where a scope should could be part of a key.
-func parseKeyEntry(entry string) (apiKey, string) {
-	secret, written, scoped := strings.Cut(entry, ":")
-	switch {
-	case secret == "":
-		return apiKey{}, "has scopes but no key before the colon"
-	case !isBearerToken(secret):
-		return apiKey{}, "has characters an API key cannot hold (allowed: letters, digits and -._~+/ with = at the end; a colon starts the scopes)"
-	case len(secret) < minKeyLength:
-		return apiKey{}, fmt.Sprintf("is shorter than %d characters, too short to withstand guessing", minKeyLength)
-	case !scoped:
-		return apiKey{secret: secret, scopes: scopeAll}, ""
-	}
-	granted, problem := parseScopes(written)
-	return apiKey{secret: secret, scopes: granted}, problem
-}
-
-// parseScopes reads the scopes after a key's colon: names joined by "+",
-// lower case exactly, each at most once. write brings read with it.
-func parseScopes(written string) (scopes, string) {
-	var granted scopes
-	for name := range strings.SplitSeq(written, "+") {
-		scope := scopeNamed(name)
-		switch {
-		case name == "":
-			return 0, "has an empty scope (write KEY:read, KEY:write+metrics, or the key alone for every scope)"
-		case scope == 0:
-			return 0, "has a scope that is none of read, write and metrics (scope names are lower case)"
-		case granted&scope != 0:
-			return 0, fmt.Sprintf("names the scope %q twice", name)
-		}
-		granted |= scope
-	}
-	if granted&scopeWrite != 0 {
-		granted |= scopeRead
-	}
-	return granted, ""
-}
-
-// scopeNamed returns the scope called name, or none.
-func scopeNamed(name string) scopes {
-	for _, n := range scopeNames {
-		if n.name == name {
-			return n.scope
-		}
-	}
-	return 0
-}
-
-// isBearerToken reports whether s is an RFC 6750 b64token: characters of
-// bearerChars, then any number of "=".
-func isBearerToken(s string) bool {
-	body := strings.TrimRight(s, "=")
-	return body != "" && bearerChars.All(body)
-}
-
-// readKeyFile reads one key per line; blank lines and # comments are skipped.
-func readKeyFile(path string) ([]apiKey, error) {
-	data, err := filewatch.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %w", err)
-	}
-	return parseKeyFile(path, data)
-}
-
-// parseKeyFile reads the keys of data, the content of the key file path.
-func parseKeyFile(path string, data []byte) ([]apiKey, error) {
-	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "#") {
-			line = ""
-		}
-		lines = append(lines, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("PETSTORE_API_KEYS_FILE: %s: %w", path, err)
-	}
-	return checkKeys("PETSTORE_API_KEYS_FILE "+path, "line", lines)
-}
-
-// generateKey makes a random key: 32 bytes, base64url without padding.
-func generateKey() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generating an API key: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
+// How the key file and the TLS pair are watched for changes
+// (internal/filewatch): looked at every keyFilePoll, and a change loaded
+// once it has stayed unchanged for fileSettle and one poll, so a finished
+// change is in force within about three polls (docs/operations.md, "Key
+// rotation").
+const (
+	keyFilePoll = 2 * time.Second
+	fileSettle  = 2 * time.Second
+)
 
 // checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
 // :memory: rather than a file name: taken for one, it would quietly start

@@ -35,10 +35,10 @@ func TestLoadConfigKeys(t *testing.T) {
 	wantKeys := []string{"env-key-one-Bx5Qn", "env-key-two-Cw2Lp", "file-key-one-Dv7Kr", "file-key-two-Ej3Ps"}
 	var gotKeys []string
 	for _, k := range cfg.keys {
-		if k.scopes != scopeAll {
-			t.Errorf("a key written without scopes has %v, want every scope", k.scopes)
+		if k.Scopes != scopeAll {
+			t.Errorf("a key written without scopes has %v, want every scope", k.Scopes)
 		}
-		gotKeys = append(gotKeys, k.secret)
+		gotKeys = append(gotKeys, k.Secret)
 	}
 	slices.Sort(gotKeys)
 	if !slices.Equal(gotKeys, wantKeys) {
@@ -77,9 +77,9 @@ func TestLoadConfigGeneratesKey(t *testing.T) {
 		if len(cfg.keys) != 1 {
 			t.Fatalf("keys: got %d, want 1 generated key", len(cfg.keys))
 		}
-		key := cfg.keys[0].secret
-		if cfg.keys[0].scopes != scopeAll {
-			t.Errorf("the generated key has %v, want every scope", cfg.keys[0].scopes)
+		key := cfg.keys[0].Secret
+		if cfg.keys[0].Scopes != scopeAll {
+			t.Errorf("the generated key has %v, want every scope", cfg.keys[0].Scopes)
 		}
 		if len(key) != 43 {
 			t.Errorf("generated key %q: got %d characters, want 43", key, len(key))

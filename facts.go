@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+
+	"petstore/internal/apikey"
 )
 
 // requestFacts is what petstore learns about one request as it is served:
@@ -12,11 +14,11 @@ import (
 // ResponseWriter in between.
 type requestFacts struct {
 	id     string
-	status int       // 0 until the answer's header is written
-	bytes  int64     // of the answer's body
-	err    error     // what writeError answered, or a panic
-	key    keyDigest // of the API key requireKey accepted
-	keyed  bool      // requireKey accepted a key
+	status int           // 0 until the answer's header is written
+	bytes  int64         // of the answer's body
+	err    error         // what writeError answered, or a panic
+	key    apikey.Digest // of the API key requireKey accepted
+	keyed  bool          // requireKey accepted a key
 }
 
 // factsKey is the context key of a request's *requestFacts.

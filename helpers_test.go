@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/accesslog"
+	"petstore/internal/apikey"
 	"petstore/internal/rawjson"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -224,7 +225,7 @@ var (
 )
 
 // withAcceptedKeys makes the handler accept exactly keys.
-func withAcceptedKeys(keys []apiKey) testOption {
+func withAcceptedKeys(keys []apikey.Key) testOption {
 	return func(d *deps, _ *[]route) { d.keys = newKeyring(keys) }
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/filewatch"
 )
 
@@ -149,13 +150,13 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	seen, err := filewatch.VersionOf(file)
+	keyFile, keys, err := apikey.ReadFile("PETSTORE_API_KEYS_FILE", file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring := newKeyring(allScopes(key))
+	ring := apikey.NewRing(keys)
 	logs := &lockedBuffer{}
-	rotation := newKeyRotation(ring, nil, file, seen, poll, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := keyFile.Rotation(ring, nil, poll, slog.New(slog.NewJSONHandler(logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); filewatch.Serve(ctx, nil, poll, rotation) }()
@@ -177,7 +178,7 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 
 	for round := 1; round <= 5; round++ {
 		next := fmt.Sprintf("in-place-key-%d-Hx4Tr8Lc", round)
-		half := next[:minKeyLength]
+		half := next[:apikey.MinLength]
 		var halfAccepted atomic.Bool
 		stop, watched := make(chan struct{}), make(chan struct{})
 		go func() { // asks with the half key all along
@@ -204,7 +205,7 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 		}
 		f.WriteString(half)
 		time.Sleep(poll * 3 / 2) // a slow writer's pause: the scenario, not a synchronisation
-		f.WriteString(next[minKeyLength:] + "\n")
+		f.WriteString(next[apikey.MinLength:] + "\n")
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -273,14 +274,18 @@ func TestConfigFilesBounded(t *testing.T) {
 	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ring := newKeyring(allScopes(key))
+	keyFile, keys, err := apikey.ReadFile("PETSTORE_API_KEYS_FILE", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := apikey.NewRing(keys)
 	logs := &lockedBuffer{}
-	rotation := newKeyRotation(ring, nil, file, filewatch.Version{}, 0, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := keyFile.Rotation(ring, nil, 0, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err := os.Rename(huge, file); err != nil {
 		t.Fatal(err)
 	}
 	rotation.Reload("SIGHUP")
-	if _, granted := ring.match(key); granted == 0 || !strings.Contains(logs.String(), "more than 1048576 bytes") {
+	if _, granted := ring.Match(key); granted == 0 || !strings.Contains(logs.String(), "more than 1048576 bytes") {
 		t.Errorf("a reload of a file over 1 MiB: key in force %v; log %s", granted != 0, logs)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/accesslog"
+	"petstore/internal/apikey"
 	"petstore/internal/bodybudget"
 	"petstore/internal/filewatch"
 	"petstore/internal/openapi"
@@ -185,7 +186,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	defer ln.Close() // on the ways out before Serve, which closes it otherwise
-	keys := newKeyring(cfg.keys)
+	keys := apikey.NewRing(cfg.keys)
 	ready := &readiness{}
 	// Work beside the requests (key and certificate reloads, the rate
 	// limiter's sweep) goes on while petstore serves, the shutdown delay
@@ -219,15 +220,15 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 // startReloads serves srv with the TLS pair of cfg, if any, and reloads the
 // pair and the key file on SIGHUP and when they change, until serving is
 // done.
-func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *keyring, srv *http.Server, log *slog.Logger) {
+func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *apikey.Ring, srv *http.Server, log *slog.Logger) {
 	var reloads []*filewatch.Reloader
 	if cfg.tls != nil {
 		pair := tlsreload.New(cfg.tls, fileSettle, log)
 		srv.TLSConfig = pair.ServerConfig()
 		reloads = append(reloads, pair.Reloader())
 	}
-	if cfg.keyFile != "" {
-		reloads = append(reloads, newKeyRotation(keys, cfg.envKeys, cfg.keyFile, cfg.keyFileSeen, fileSettle, log))
+	if cfg.keyFile != nil {
+		reloads = append(reloads, cfg.keyFile.Rotation(keys, cfg.envKeys, fileSettle, log))
 	}
 	if len(reloads) == 0 {
 		go logHangups(serving, hup, log)
@@ -377,9 +378,9 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), scopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), apikey.ScopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
 	if cfg.generatedKey {
-		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].secret)
+		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].Secret)
 	}
 	return nil
 }

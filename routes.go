@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/accesslog"
+	"petstore/internal/apikey"
 	"petstore/internal/bodybudget"
 	"petstore/internal/cors"
 	"petstore/internal/openapi"
@@ -24,17 +25,17 @@ type route struct {
 	path        string // ServeMux path pattern
 	operationID string // names the operation in the OpenAPI document
 	handler     http.Handler
-	public      bool         // no API key needed
-	scope       scopes       // the key scope it needs, when not public (exactly one)
-	deprecation *deprecation // nil: not deprecated
-	stability   string       // "experimental", "beta" or ""
-	query       bool         // defines query parameters, which its handler checks; others take none
+	public      bool          // no API key needed
+	scope       apikey.Scopes // the key scope it needs, when not public (exactly one)
+	deprecation *deprecation  // nil: not deprecated
+	stability   string        // "experimental", "beta" or ""
+	query       bool          // defines query parameters, which its handler checks; others take none
 }
 
 // deps is what the routes need.
 type deps struct {
 	store  Store
-	keys   *keyring
+	keys   *apikey.Ring
 	log    *slog.Logger // start, warnings, errors: written at once
 	access io.Writer    // one line per request, below status 500; safe for concurrent use
 	now    func() time.Time
@@ -54,17 +55,17 @@ type deps struct {
 // same in OpenAPI 3.0.3, and page the docs page made from doc.
 func routes(d deps, doc, doc30 []byte, page *docsPage) []route {
 	return []route{
-		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), scope: scopeRead, query: true},
-		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies), scope: scopeWrite},
-		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), scope: scopeRead, stability: "experimental"},
-		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), scope: scopeRead, deprecation: &d.pets},
-		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders"), scope: scopeRead},
+		{method: "GET", path: "/v1/categories", operationID: "listCategories", handler: handleCategoryList(d.store), scope: apikey.Read, query: true},
+		{method: "POST", path: "/v1/categories", operationID: "createCategory", handler: handleCategoryCreate(d.store, d.bodies), scope: apikey.Write},
+		{method: "GET", path: "/v1/categories/{id}", operationID: "getCategory", handler: handleCategoryGet(d.store), scope: apikey.Read, stability: "experimental"},
+		{method: "GET", path: "/v1/pets/{petId}", operationID: "getPet", handler: handleNotImplemented("GET /pets/{petId}"), scope: apikey.Read, deprecation: &d.pets},
+		{method: "GET", path: "/v1/store/orders", operationID: "listOrders", handler: handleNotImplemented("GET /store/orders"), scope: apikey.Read},
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
 		{method: "GET", path: "/docs", operationID: "getDocs", handler: handleDocsPage(page), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
-		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: scopeMetrics},
+		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: apikey.Metrics},
 	}
 }
 
@@ -149,7 +150,7 @@ func openAPIOperations(table []route) []openapi.Operation {
 // forgetting its scope.
 func checkScopes(table []route) error {
 	for _, rt := range table {
-		single := rt.scope != 0 && rt.scope&(rt.scope-1) == 0 && rt.scope&^scopeAll == 0
+		single := rt.scope != 0 && rt.scope&(rt.scope-1) == 0 && rt.scope&^apikey.All == 0
 		if rt.public && rt.scope != 0 || !rt.public && !single {
 			return fmt.Errorf("route %s %s: a route needs one key scope, or none when public (scope %08b)", rt.method, rt.path, rt.scope)
 		}

@@ -14,9 +14,24 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/openapi/openapitest"
 	"petstore/internal/store"
 )
+
+// Shorthands for internal/apikey that the mux tests of this package use.
+const (
+	scopeRead    = apikey.Read
+	scopeWrite   = apikey.Write
+	scopeMetrics = apikey.Metrics
+	scopeAll     = apikey.All
+)
+
+type keyDigest = apikey.Digest
+
+func newKeyring(keys []apikey.Key) *apikey.Ring { return apikey.NewRing(keys) }
+func allScopes(secrets ...string) []apikey.Key  { return apikey.AllScopes(secrets...) }
+func isBearerToken(s string) bool               { return apikey.IsToken(s) }
 
 // Keys of the scope tests, one per kind of grant. Test values, safe to print.
 const (
@@ -31,10 +46,10 @@ const (
 // gives them.
 func scopedEnv(t *testing.T, opts ...testOption) *testEnv {
 	t.Helper()
-	keys, err := checkKeys("PETSTORE_API_KEYS", "key", strings.Split(
-		readKey+":read,"+writeKey+":write,"+metricsKey+":metrics,"+mixedKey+":write+metrics,"+allKey, ","))
+	keys, err := apikey.ParseList("PETSTORE_API_KEYS",
+		readKey+":read,"+writeKey+":write,"+metricsKey+":metrics,"+mixedKey+":write+metrics,"+allKey)
 	if err != nil {
-		t.Fatalf("checkKeys: %v", err)
+		t.Fatalf("ParseList: %v", err)
 	}
 	return newTestEnv(t, append([]testOption{withAcceptedKeys(keys), withNow(beforePetsSunset)}, opts...)...)
 }
@@ -189,71 +204,8 @@ func scrapeWith(t *testing.T, env *testEnv, key string) string {
 	return rec.Body.String()
 }
 
-// Scopes as written in PETSTORE_API_KEYS and the key file: what each entry
-// grants, and how a bad one is refused, naming its position and never the
-// key or what stands after its colon.
-func TestKeyScopesParse(t *testing.T) {
-	t.Parallel()
-	const k = "parse-scope-Key-Qm4Tz"
-	good := []struct {
-		entry string
-		want  scopes
-	}{
-		{k, scopeAll},
-		{k + ":read", scopeRead},
-		{k + ":write", scopeRead | scopeWrite},
-		{k + ":metrics", scopeMetrics},
-		{k + ":write+metrics", scopeAll},
-		{k + ":metrics+read", scopeRead | scopeMetrics},
-		{k + ":read+write", scopeRead | scopeWrite},
-		{"  " + k + ":read  ", scopeRead},
-		{k + "==:read", scopeRead}, // padding, then the scopes
-	}
-	for _, tc := range good {
-		keys, err := checkKeys("PETSTORE_API_KEYS", "key", []string{tc.entry})
-		if err != nil || len(keys) != 1 || keys[0].scopes != tc.want || keys[0].secret != strings.TrimSpace(strings.Split(tc.entry, ":")[0]) {
-			t.Errorf("%q: got %+v, %v; want scopes %v", tc.entry, keys, err, tc.want)
-		}
-	}
-	bad := []struct {
-		entry, want string // want: in the error
-	}{
-		{k + ":", "empty scope"},
-		{k + ":read+", "empty scope"},
-		{k + ":+read", "empty scope"},
-		{k + ":read++write", "empty scope"},
-		{k + ":Read", "none of read, write and metrics"},
-		{k + ":READ", "none of read, write and metrics"},
-		{k + ":admin", "none of read, write and metrics"},
-		{k + ": read", "none of read, write and metrics"},
-		{k + ":read:write", "none of read, write and metrics"},
-		{k + ":Secret-Tail-9", "none of read, write and metrics"},
-		{k + ":read+read", `scope "read" twice`},
-		{k + ":write+metrics+write", `scope "write" twice`},
-		{":read", "no key before the colon"},
-		{k + " :read", "characters an API key cannot hold"},
-		{"short-Key:read", "16 characters"},
-	}
-	for _, tc := range bad {
-		_, err := checkKeys("PETSTORE_API_KEYS", "key", []string{"first-ok-Key-Wd2Ln7", tc.entry})
-		if err == nil {
-			t.Errorf("%q: accepted, want an error with %q", tc.entry, tc.want)
-			continue
-		}
-		msg := err.Error()
-		if !strings.Contains(msg, "PETSTORE_API_KEYS: key 2 ") || !strings.Contains(msg, tc.want) {
-			t.Errorf("%q: error %q, want it to name key 2 and say %q", tc.entry, msg, tc.want)
-		}
-		for _, secret := range []string{k, "first-ok-Key", "short-Key", "Secret-Tail", "admin", "Read", "READ"} {
-			if strings.Contains(msg, secret) {
-				t.Errorf("%q: the error quotes %q: %s", tc.entry, secret, msg)
-			}
-		}
-	}
-}
-
 // A key file with scopes: a bad scope stops the start naming the file and
-// the line; through the keyring, a reload moves a key to another scope at
+// the line; through the ring, a reload moves a key to another scope at
 // once, a bad line keeps the set in force, and each load logs the keys of
 // each scope, never a key.
 func TestKeyScopesReload(t *testing.T) {
@@ -278,9 +230,9 @@ func TestKeyScopesReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring := newKeyring(cfg.keys)
+	ring := apikey.NewRing(cfg.keys)
 	logs := &lockedBuffer{}
-	rotation := newKeyRotation(ring, cfg.envKeys, file, cfg.keyFileSeen, fileSettle, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := cfg.keyFile.Rotation(ring, cfg.envKeys, fileSettle, slog.New(slog.NewJSONHandler(logs, nil)))
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.keys = ring })
 	create := func(key, name string) int {
 		return env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"` + name + `"}`, header: bearer(key)}).Code
