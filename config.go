@@ -35,6 +35,7 @@ type config struct {
 	maxCats      int64            // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
 	cors         *cors.Policy     // PETSTORE_CORS_ORIGINS; nil: CORS off
 	drainDelay   time.Duration    // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
+	filePoll     time.Duration    // PETSTORE_FILE_POLL: how often the key file and TLS pair are looked at, and how long a change must stay put
 	tls          *tlsreload.Files // the TLS certificate and key; nil: plain HTTP
 }
 
@@ -72,6 +73,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, err
 	}
 	if cfg.tls, err = loadTLSFiles(getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.filePoll, err = loadFilePoll(getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -218,15 +222,29 @@ func parseInstant(getenv func(string) string, name, fallback string) (time.Time,
 	return t.Truncate(time.Second), nil
 }
 
-// How the key file and the TLS pair are watched for changes
-// (internal/filewatch): looked at every keyFilePoll, and a change loaded
-// once it has stayed unchanged for fileSettle and one poll, so a finished
-// change is in force within about three polls (docs/operations.md, "Key
-// rotation").
+// defaultFilePoll is how often the key file and the TLS pair are looked at
+// for changes (internal/filewatch), and how long a change must have stayed
+// unchanged before a look to be loaded at that look: a finished change is
+// in force within about three polls (docs/operations.md, "Key rotation").
+// PETSTORE_FILE_POLL sets another, of minFilePoll or more: a shorter one
+// would keep a CPU busy looking at files.
 const (
-	keyFilePoll = 2 * time.Second
-	fileSettle  = 2 * time.Second
+	defaultFilePoll = 2 * time.Second
+	minFilePoll     = 10 * time.Millisecond
 )
+
+// loadFilePoll reads PETSTORE_FILE_POLL.
+func loadFilePoll(getenv func(string) string) (time.Duration, error) {
+	v, set := lookup(getenv, "PETSTORE_FILE_POLL")
+	if !set {
+		return defaultFilePoll, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < minFilePoll {
+		return 0, fmt.Errorf("PETSTORE_FILE_POLL: %q is not a Go duration of %v or more, such as 2s", textcut.Truncate(v, 40), minFilePoll)
+	}
+	return d, nil
+}
 
 // checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
 // :memory: rather than a file name: taken for one, it would quietly start

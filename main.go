@@ -135,6 +135,9 @@ Configuration comes from the environment:
   PETSTORE_TLS_CERT_FILE    PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2
                             and HTTP/1.1); read again on SIGHUP and when it changes
   PETSTORE_TLS_KEY_FILE     PEM key of that certificate (both or neither)
+  PETSTORE_FILE_POLL        how often the key file and the TLS pair are looked
+                            at for changes, and how long a change must stay
+                            unchanged before it is loaded (default 2s)
   GOMAXPROCS                when set, left alone; when not, and it comes to 1,
                             a journal store raises it to 2 while it writes
 
@@ -223,18 +226,18 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 func startReloads(serving context.Context, hup <-chan os.Signal, cfg config, keys *apikey.Ring, srv *http.Server, log *slog.Logger) {
 	var reloads []*filewatch.Reloader
 	if cfg.tls != nil {
-		pair := tlsreload.New(cfg.tls, fileSettle, log)
+		pair := tlsreload.New(cfg.tls, cfg.filePoll, log)
 		srv.TLSConfig = pair.ServerConfig()
 		reloads = append(reloads, pair.Reloader())
 	}
 	if cfg.keyFile != nil {
-		reloads = append(reloads, cfg.keyFile.Rotation(keys, cfg.envKeys, fileSettle, log))
+		reloads = append(reloads, cfg.keyFile.Rotation(keys, cfg.envKeys, cfg.filePoll, log))
 	}
 	if len(reloads) == 0 {
 		go logHangups(serving, hup, log)
 		return
 	}
-	go filewatch.Serve(serving, hup, keyFilePoll, reloads...)
+	go filewatch.Serve(serving, hup, cfg.filePoll, reloads...)
 }
 
 // logHangups logs each signal on hup until ctx is done: with no key file

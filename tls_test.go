@@ -191,12 +191,15 @@ func tlsDo(t *testing.T, client *http.Client, method, url, auth, contentType, bo
 // The pair is read again on SIGHUP and when its files change: new
 // connections see the new certificate's serial. A broken pair (a key that
 // does not match) is kept out, by SIGHUP and by a change alike, and the
-// error names the file; the certificate in force keeps serving.
+// error names the file; the certificate in force keeps serving. The binary
+// looks at the files every 100 ms (PETSTORE_FILE_POLL), not every 2 s.
 func TestTLSReload(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
 	dir := t.TempDir()
-	p := startBinary(t, tlsEnv(t, ca, dir, 1))
+	env := tlsEnv(t, ca, dir, 1)
+	env["PETSTORE_FILE_POLL"] = "100ms"
+	p := startBinary(t, env)
 	if got := servedSerial(t, p.addr, ca.roots); got != 1 {
 		t.Fatalf("serial at start: got %d, want 1", got)
 	}

@@ -170,7 +170,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	log := accesslog.NewJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
-	srv.TLSConfig = tlsreload.New(files, fileSettle, log).ServerConfig()
+	srv.TLSConfig = tlsreload.New(files, defaultFilePoll, log).ServerConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
