@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/accesslog"
 	"petstore/internal/apikey"
+	"petstore/internal/buildinfo"
 	"petstore/internal/bodybudget"
 	"petstore/internal/filewatch"
 	"petstore/internal/openapi"
@@ -260,7 +261,7 @@ func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer
 		_, err := io.WriteString(stdout, usage)
 		return err
 	case "-version", "--version":
-		_, err := fmt.Fprintln(stdout, readBuildVersion())
+		_, err := fmt.Fprintln(stdout, buildinfo.Read())
 		return err
 	case "-openapi":
 		return writeOpenAPI(getenv, stdout, false)

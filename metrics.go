@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/buildinfo"
 	"petstore/internal/metrics"
 )
 
@@ -126,8 +127,8 @@ func newServiceMetrics(routes []metricRoute, commits *commitMetrics, store Store
 	for i := range m.durations {
 		m.durations[i] = metrics.NewHistogram(durationBounds, 1e-9)
 	}
-	version := readBuildVersion()
-	m.buildInfo = `version="` + metrics.EscapeLabel(version.module) + `",goversion="` + metrics.EscapeLabel(version.goVersion) + `"`
+	version := buildinfo.Read()
+	m.buildInfo = `version="` + metrics.EscapeLabel(version.Module) + `",goversion="` + metrics.EscapeLabel(version.GoVersion) + `"`
 	return m
 }
 
