@@ -7,6 +7,7 @@ import (
 
 	"petstore/internal/bodybudget"
 	"petstore/internal/catalog"
+	"petstore/internal/idemkey"
 
 	"petstore/internal/textcut"
 )
@@ -50,15 +51,21 @@ func handleCategoryList(store Store) http.Handler {
 	})
 }
 
+var errBadIdempotencyKey = apiErrorf(codeInvalidParameter,
+	`Idempotency-Key must be 1 to %d printable ASCII characters, sent once, as a structured-field string ("…") or a token`, idemkey.MaxLen)
+
 // handleCategoryCreate handles "POST /v1/categories".
-// With an Idempotency-Key, a retry of a create that answered 201 gets the
-// same answer again, marked Idempotent-Replayed (see Store.Create).
+// With an Idempotency-Key (docs/api.md, "Safe retries"), a retry of a
+// create that answered 201 gets the same answer again, marked
+// Idempotent-Replayed: the key is stored with the category, in the same
+// durable write, and expires PETSTORE_IDEMPOTENCY_TTL after the create
+// (see Store.Create).
 func handleCategoryCreate(store Store, bodies *bodybudget.Budget) http.Handler {
 	replayed := []string{"true"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, err := parseIdempotencyKey(r.Header)
-		if err != nil {
-			writeError(w, r, err)
+		key, ok := idemkey.Parse(r.Header["Idempotency-Key"])
+		if !ok {
+			writeError(w, r, errBadIdempotencyKey)
 			return
 		}
 		var held bodybudget.Hold

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/accesslog"
+	"petstore/internal/ascii"
 	"petstore/internal/connlimit"
 )
 
@@ -216,6 +217,9 @@ func logRequest(access *accesslog.Log, log *slog.Logger, metrics *serviceMetrics
 	}
 	log.LogAttrs(r.Context(), slog.LevelError, "request", line.Attrs()...)
 }
+
+// requestIDChars may form an X-Request-Id petstore echoes and logs.
+var requestIDChars = ascii.SetOf(ascii.Letters, ascii.Digits, "-._:")
 
 // validRequestID accepts 1 to 128 characters of letters, digits and -._:
 // so that an id taken from a client is safe to echo and to log.
