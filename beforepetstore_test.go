@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // A few malformed requests are answered by net/http before any handler runs,
@@ -18,7 +20,7 @@ import (
 // to listing it.
 func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	readme, err := os.ReadFile("docs/api.md")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +72,7 @@ func TestNetHTTPAnswersBeforePetstore(t *testing.T) {
 // body; docs/api.md says so beside the list above.
 func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	readme, err := os.ReadFile("docs/api.md")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
 // it refuses.
 func TestHeaderBlockBound(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	for _, tt := range []struct {
 		size   int
 		status int

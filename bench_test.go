@@ -41,7 +41,7 @@ func BenchmarkCreate(b *testing.B) {
 // benchmarkCreate is one sub-benchmark of BenchmarkCreate.
 func benchmarkCreate(b *testing.B, mode string, clients int, keys bool) {
 	b.Run(fmt.Sprintf("store=%s/keys=%v/clients=%d", mode, keys, clients), func(b *testing.B) {
-		path := memoryPath
+		path := store.MemoryPath
 		if mode == "durable" {
 			path = filepath.Join(b.TempDir(), "bench.jsonl")
 		}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // These helpers run the real petstore binary, for tests that need what only
@@ -100,7 +102,7 @@ func startBinary(t *testing.T, env map[string]string, opts ...func(*binaryOption
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "GOMAXPROCS=")
 	})
-	base := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": memoryPath, "PETSTORE_API_KEYS": binKey}
+	base := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": store.MemoryPath, "PETSTORE_API_KEYS": binKey}
 	for k, v := range env {
 		base[k] = v
 	}

@@ -3,23 +3,57 @@ package main
 import (
 	"errors"
 	"fmt"
-	"petstore/internal/apikey"
-	"petstore/internal/catalog"
-	"petstore/internal/cors"
-	"petstore/internal/filewatch"
-	"petstore/internal/ratelimit"
-	"strconv"
 	"strings"
 	"time"
 
+	"petstore/internal/apikey"
+	"petstore/internal/cors"
+	"petstore/internal/envconf"
+	"petstore/internal/filewatch"
+	"petstore/internal/ratelimit"
 	"petstore/internal/store"
-	"petstore/internal/textcut"
 	"petstore/internal/tlsreload"
 )
 
+// configVars lists every variable petstore reads, in the order -h prints
+// them (see writeUsage), with the default an unset one stands for: the
+// one list, which loadConfig reads through and tests hold README.md and
+// docs/operations.md to.
+var configVars = []envconf.Var{
+	{Name: "PETSTORE_ADDR", Default: ":8080", Help: "listen address, HOST:PORT or :PORT"},
+	{Name: "PETSTORE_CORS_ORIGINS", Help: "origins whose pages may call the API, comma-separated\n(https://app.example.com), or *; unset: none"},
+	{Name: "PETSTORE_API_KEYS", Help: "comma-separated accepted API keys; with no key\nconfigured, a random key is generated and printed once"},
+	{Name: "PETSTORE_API_KEYS_FILE", Help: "file with one key per line (# comments allowed),\nread again on SIGHUP and when it changes\nA key of either may be limited to scopes, read,\nwrite (implies read) and metrics: KEY:read,\nKEY:write+metrics; without them it has all three"},
+	{Name: "PETSTORE_DATA", Default: "petstore.jsonl", Help: "journal file, :memory: or etcd://…"},
+	{Name: "PETSTORE_MAX_CONNS", Default: "10000", Help: "open connections at most"},
+	{Name: "PETSTORE_MAX_CATEGORIES", Default: "1000000", Help: "categories the catalogue holds at most, across an\netcd cluster too"},
+	{Name: "PETSTORE_PETS_DEPRECATED", Default: "2026-01-01T00:00:00Z", Help: "RFC 3339 instant at which GET /v1/pets/{petId}\nwas deprecated"},
+	{Name: "PETSTORE_PETS_SUNSET", Default: "2027-01-01T00:00:00Z", Help: "RFC 3339 instant of its sunset"},
+	{Name: "PETSTORE_RATE_LIMIT", Help: "requests per API key: N/s or N/m[,burst=B]; unset: off"},
+	{Name: "PETSTORE_IDEMPOTENCY_TTL", Default: "24h", Help: "how long an Idempotency-Key is kept"},
+	{Name: "PETSTORE_SHUTDOWN_DELAY", Default: "0s", Help: "on SIGTERM, how long /readyz answers 503 while\neverything else is still served"},
+	{Name: "PETSTORE_TLS_CERT_FILE", Help: "PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2\nand HTTP/1.1); read again on SIGHUP and when it changes"},
+	{Name: "PETSTORE_TLS_KEY_FILE", Help: "PEM key of that certificate (both or neither)"},
+	{Name: "PETSTORE_FILE_POLL", Default: "2s", Help: "how often the key file and the TLS pair are looked\nat for changes, and how long a change must stay\nunchanged before it is loaded; 10ms or more"},
+	{Name: "GOMAXPROCS", Help: "when set, left alone; when not, and it comes to 1,\na journal store raises it to 2 while it writes"},
+	{Name: "PETSTORE_ETCD_CA_FILE", Help: "CA certificates for etcds://; unset: the system roots", Group: etcdVars},
+	{Name: "PETSTORE_ETCD_USER", Help: "etcd user, when etcd auth is on", Group: etcdVars},
+	{Name: "PETSTORE_ETCD_PASSWORD_FILE", Help: "file holding that user's password", Group: etcdVars},
+	{Name: "PETSTORE_ETCD_START_TIMEOUT", Default: "30s", Help: "how long start waits for the cluster", Group: etcdVars},
+}
+
+const etcdVars = `With PETSTORE_DATA=etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)
+the categories live in an etcd cluster, shared by any number of petstores:`
+
+// minFilePoll is the shortest PETSTORE_FILE_POLL: a shorter one would keep
+// a CPU busy looking at files.
+const minFilePoll = 10 * time.Millisecond
+
+// newEnv reads configVars through getenv.
+func newEnv(getenv func(string) string) *envconf.Reader { return envconf.NewReader(getenv, configVars) }
+
 // config is the service's configuration, read from the environment
-// (usage in main.go lists every variable; README.md, "Configuration";
-// docs/operations.md, "Starting").
+// (configVars; README.md, "Configuration"; docs/operations.md, "Starting").
 type config struct {
 	addr         string
 	keys         []apikey.Key // never logged: every key accepted at start
@@ -42,15 +76,13 @@ type config struct {
 // loadConfig reads the configuration through getenv. Every error names the
 // variable at fault and never quotes a key.
 func loadConfig(getenv func(string) string) (config, error) {
-	cfg := config{
-		addr:     getenvOr(getenv, "PETSTORE_ADDR", ":8080"),
-		dataPath: getenvOr(getenv, "PETSTORE_DATA", "petstore.jsonl"),
-	}
+	env := newEnv(getenv)
+	var cfg config
 	var err error
-	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
+	if cfg.addr, err = env.Address("PETSTORE_ADDR"); err != nil {
 		return cfg, err
 	}
-	if err := checkDataPath(cfg.dataPath); err != nil {
+	if cfg.dataPath, err = loadDataPath(env); err != nil {
 		return cfg, err
 	}
 	if store.IsEtcdURL(cfg.dataPath) {
@@ -58,63 +90,56 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return cfg, err
 		}
 	}
-	if err := loadLimits(getenv, &cfg); err != nil {
+	if cfg.pets, err = loadPetsDeprecation(getenv); err != nil {
 		return cfg, err
 	}
-	if cfg.cors, err = cors.Parse(getenv("PETSTORE_CORS_ORIGINS")); err != nil {
-		return cfg, fmt.Errorf("PETSTORE_CORS_ORIGINS: %w", err)
-	}
-	if v, set := lookup(getenv, "PETSTORE_SHUTDOWN_DELAY"); set {
-		if cfg.drainDelay, err = time.ParseDuration(v); err != nil || cfg.drainDelay < 0 {
-			return cfg, fmt.Errorf("PETSTORE_SHUTDOWN_DELAY: %q is not a Go duration of 0s or more, such as 15s", textcut.Truncate(v, 40))
-		}
-	}
-	if err := loadKeys(getenv, &cfg); err != nil {
+	if err := loadClientCaps(env, &cfg); err != nil {
 		return cfg, err
 	}
-	if cfg.tls, err = loadTLSFiles(getenv); err != nil {
+	if err := loadKeys(env, &cfg); err != nil {
 		return cfg, err
 	}
-	if cfg.filePoll, err = loadFilePoll(getenv); err != nil {
+	if cfg.tls, err = loadTLSFiles(env); err != nil {
 		return cfg, err
 	}
-	return cfg, nil
+	if cfg.drainDelay, err = env.Duration("PETSTORE_SHUTDOWN_DELAY", 0); err != nil {
+		return cfg, err
+	}
+	cfg.filePoll, err = env.Duration("PETSTORE_FILE_POLL", minFilePoll)
+	return cfg, err
 }
 
-// loadLimits reads the Idempotency-Key lifetime, the rate limit, and the
-// caps on connections and categories into cfg.
-func loadLimits(getenv func(string) string, cfg *config) error {
+// loadClientCaps reads into cfg what bounds what clients may do: the
+// origins of pages, the rate limit, the Idempotency-Key lifetime, and the
+// caps on connections and categories.
+func loadClientCaps(env *envconf.Reader, cfg *config) error {
 	var err error
-	cfg.idemTTL = store.DefaultIdempotencyTTL
-	if v, set := lookup(getenv, "PETSTORE_IDEMPOTENCY_TTL"); set {
-		if cfg.idemTTL, err = time.ParseDuration(v); err != nil || cfg.idemTTL <= 0 {
-			return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %q is not a positive Go duration such as 24h or 90m", v)
-		}
+	if cfg.cors, err = cors.Parse(env.String("PETSTORE_CORS_ORIGINS")); err != nil {
+		return fmt.Errorf("PETSTORE_CORS_ORIGINS: %w", err)
 	}
-	if v, set := lookup(getenv, "PETSTORE_RATE_LIMIT"); set {
+	if v, set := env.Lookup("PETSTORE_RATE_LIMIT"); set {
 		rl, err := ratelimit.Parse(v)
 		if err != nil {
 			return fmt.Errorf("PETSTORE_RATE_LIMIT: %w", err)
 		}
 		cfg.rateLimit = &rl
 	}
-	if cfg.maxConns, err = parseMaxConns(getenv); err != nil {
+	if cfg.idemTTL, err = env.Duration("PETSTORE_IDEMPOTENCY_TTL", 1); err != nil {
 		return err
 	}
-	cfg.maxCats = store.DefaultMaxCategories
-	if v, set := lookup(getenv, "PETSTORE_MAX_CATEGORIES"); set {
-		var ok bool
-		if cfg.maxCats, ok = catalog.ParseID(v); !ok {
-			return fmt.Errorf("PETSTORE_MAX_CATEGORIES: %q is not a positive whole number written plainly, such as 1000000", textcut.Truncate(v, 40))
-		}
+	maxConns, err := env.Count("PETSTORE_MAX_CONNS")
+	cfg.maxConns = int(maxConns)
+	if err != nil {
+		return err
 	}
-	return nil
+	cfg.maxCats, err = env.Count("PETSTORE_MAX_CATEGORIES")
+	return err
 }
 
 // loadKeys reads the accepted API keys into cfg: those of PETSTORE_API_KEYS
 // and of PETSTORE_API_KEYS_FILE, or with neither, one generated key.
-func loadKeys(getenv func(string) string, cfg *config) error {
-	if v, set := lookup(getenv, "PETSTORE_API_KEYS"); set {
+func loadKeys(env *envconf.Reader, cfg *config) error {
+	if v, set := env.Lookup("PETSTORE_API_KEYS"); set {
 		keys, err := apikey.ParseList("PETSTORE_API_KEYS", v)
 		if err != nil {
 			return err
@@ -122,7 +147,7 @@ func loadKeys(getenv func(string) string, cfg *config) error {
 		cfg.envKeys = keys
 		cfg.keys = append(cfg.keys, keys...)
 	}
-	if path, set := lookup(getenv, "PETSTORE_API_KEYS_FILE"); set {
+	if path, set := env.Lookup("PETSTORE_API_KEYS_FILE"); set {
 		file, keys, err := apikey.ReadFile("PETSTORE_API_KEYS_FILE", path)
 		if err != nil {
 			return err
@@ -148,9 +173,9 @@ const (
 
 // loadTLSFiles reads the pair the TLS variables name, or returns nil when
 // neither is set. An error names the variable at fault, never key material.
-func loadTLSFiles(getenv func(string) string) (*tlsreload.Files, error) {
-	certFile, hasCert := lookup(getenv, certVar)
-	keyFile, hasKey := lookup(getenv, keyVar)
+func loadTLSFiles(env *envconf.Reader) (*tlsreload.Files, error) {
+	certFile, hasCert := env.Lookup(certVar)
+	keyFile, hasKey := env.Lookup(keyVar)
 	switch {
 	case !hasCert && !hasKey:
 		return nil, nil
@@ -175,14 +200,16 @@ func loadTLSFiles(getenv func(string) string) (*tlsreload.Files, error) {
 // They are cut to whole seconds, which is all the Deprecation and Sunset
 // headers can say, so that the 410 starts exactly at the advertised Sunset.
 func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
+	env := newEnv(getenv)
 	var dep deprecation
 	var err error
-	if dep.at, err = parseInstant(getenv, "PETSTORE_PETS_DEPRECATED", "2026-01-01T00:00:00Z"); err != nil {
+	if dep.at, err = env.Instant("PETSTORE_PETS_DEPRECATED"); err != nil {
 		return dep, err
 	}
-	if dep.sunset, err = parseInstant(getenv, "PETSTORE_PETS_SUNSET", "2027-01-01T00:00:00Z"); err != nil {
+	if dep.sunset, err = env.Instant("PETSTORE_PETS_SUNSET"); err != nil {
 		return dep, err
 	}
+	dep.at, dep.sunset = dep.at.Truncate(time.Second), dep.sunset.Truncate(time.Second)
 	if dep.sunset.Before(dep.at) {
 		return dep, fmt.Errorf("PETSTORE_PETS_SUNSET (%s) must not be before PETSTORE_PETS_DEPRECATED (%s)",
 			dep.sunset.Format(time.RFC3339), dep.at.Format(time.RFC3339))
@@ -190,123 +217,32 @@ func loadPetsDeprecation(getenv func(string) string) (deprecation, error) {
 	return dep, nil
 }
 
-// parseMaxConns reads PETSTORE_MAX_CONNS (docs/api.md, "Limits").
-func parseMaxConns(getenv func(string) string) (int, error) {
-	v := getenvOr(getenv, "PETSTORE_MAX_CONNS", "10000")
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("PETSTORE_MAX_CONNS: %q is not a positive whole number of connections such as 10000", textcut.Truncate(v, 40))
+// loadDataPath reads PETSTORE_DATA, refusing one that looks like a typo
+// (see store.CheckDataPath).
+func loadDataPath(env *envconf.Reader) (string, error) {
+	data := env.String("PETSTORE_DATA")
+	if err := store.CheckDataPath(data); err != nil {
+		return "", fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	return n, nil
-}
-
-func getenvOr(getenv func(string) string, name, fallback string) string {
-	if v, set := lookup(getenv, name); set {
-		return v
-	}
-	return fallback
-}
-
-// lookup treats an empty variable as unset.
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := strings.TrimSpace(getenv(name))
-	return v, v != ""
-}
-
-func parseInstant(getenv func(string) string, name, fallback string) (time.Time, error) {
-	v := getenvOr(getenv, name, fallback)
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return t, fmt.Errorf("%s: %q is not an RFC 3339 instant such as %s", name, v, fallback)
-	}
-	return t.Truncate(time.Second), nil
-}
-
-// defaultFilePoll is how often the key file and the TLS pair are looked at
-// for changes (internal/filewatch), and how long a change must have stayed
-// unchanged before a look to be loaded at that look: a finished change is
-// in force within about three polls (docs/operations.md, "Key rotation").
-// PETSTORE_FILE_POLL sets another, of minFilePoll or more: a shorter one
-// would keep a CPU busy looking at files.
-const (
-	defaultFilePoll = 2 * time.Second
-	minFilePoll     = 10 * time.Millisecond
-)
-
-// loadFilePoll reads PETSTORE_FILE_POLL.
-func loadFilePoll(getenv func(string) string) (time.Duration, error) {
-	v, set := lookup(getenv, "PETSTORE_FILE_POLL")
-	if !set {
-		return defaultFilePoll, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < minFilePoll {
-		return 0, fmt.Errorf("PETSTORE_FILE_POLL: %q is not a Go duration of %v or more, such as 2s", textcut.Truncate(v, 40), minFilePoll)
-	}
-	return d, nil
-}
-
-// checkDataPath refuses a PETSTORE_DATA that looks like a mistyped URL or
-// :memory: rather than a file name: taken for one, it would quietly start
-// an empty journal (and its directories) where nobody looks for it.
-func checkDataPath(data string) error {
-	const want = "a journal file, :memory: or etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for TLS)"
-	if store.IsEtcdURL(data) || data == memoryPath {
-		return nil
-	}
-	shown := textcut.Truncate(withoutUserinfo(data), 80) // a mistyped URL may carry a password
-	if strings.Contains(data, "://") {
-		scheme, _, _ := strings.Cut(shown, "://")
-		return fmt.Errorf("PETSTORE_DATA: %q is a URL of scheme %q, which petstore does not speak; want %s", shown, textcut.Truncate(scheme, 40), want)
-	}
-	if strings.HasPrefix(data, "etcd:") || strings.HasPrefix(data, "etcds:") {
-		return fmt.Errorf("PETSTORE_DATA: %q lacks the // of an etcd URL; want %s", shown, want)
-	}
-	if strings.HasPrefix(data, ":") {
-		return fmt.Errorf("PETSTORE_DATA: %q is not :memory: (a file name starting with : is taken for a typo); want %s", shown, want)
-	}
-	return nil
-}
-
-// withoutUserinfo returns data, a URL or something like one, without the
-// user:password@ before its host, so that an error can quote the rest
-// without showing a password.
-func withoutUserinfo(data string) string {
-	scheme, rest, ok := strings.Cut(data, ":")
-	if !ok {
-		return data
-	}
-	// However many slashes a typo has: etcd:/user:pw@host too.
-	trimmed := strings.TrimLeft(rest, "/")
-	slashes := rest[:len(rest)-len(trimmed)]
-	rest = trimmed
-	authority := rest
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		authority = rest[:end]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return data
-	}
-	return scheme + ":" + slashes + rest[at+1:]
+	return data, nil
 }
 
 // loadEtcdConfig reads etcd://HOST:PORT[,HOST:PORT…][/PREFIX] (etcds:// for
 // TLS) and the PETSTORE_ETCD_* variables. The password comes from a file
 // only: never from the environment or the URL, which ps and logs show.
 func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, error) {
+	env := newEnv(getenv)
 	cfg, err := store.ParseEtcdURL(data)
 	if err != nil {
 		return cfg, fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	scheme, _, _ := strings.Cut(data, "://")
-	if scheme == "etcds" {
-		cfg.CAFile, _ = lookup(getenv, "PETSTORE_ETCD_CA_FILE")
-	} else if _, set := lookup(getenv, "PETSTORE_ETCD_CA_FILE"); set {
+	caFile, hasCA := env.Lookup("PETSTORE_ETCD_CA_FILE")
+	if hasCA && !strings.HasPrefix(data, "etcds://") {
 		return cfg, errors.New("PETSTORE_ETCD_CA_FILE is set but PETSTORE_DATA is etcd://, not etcds:// (TLS)")
 	}
-	user, hasUser := lookup(getenv, "PETSTORE_ETCD_USER")
-	passwordFile, hasPassword := lookup(getenv, "PETSTORE_ETCD_PASSWORD_FILE")
+	cfg.CAFile = caFile
+	user, hasUser := env.Lookup("PETSTORE_ETCD_USER")
+	passwordFile, hasPassword := env.Lookup("PETSTORE_ETCD_PASSWORD_FILE")
 	switch {
 	case hasUser && !hasPassword:
 		return cfg, errors.New("PETSTORE_ETCD_USER is set but PETSTORE_ETCD_PASSWORD_FILE is not (the password is read from a file only)")
@@ -322,12 +258,6 @@ func loadEtcdConfig(getenv func(string) string, data string) (store.EtcdConfig, 
 			return cfg, fmt.Errorf("PETSTORE_ETCD_PASSWORD_FILE: %s is empty", passwordFile)
 		}
 	}
-	if v, set := lookup(getenv, "PETSTORE_ETCD_START_TIMEOUT"); set {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("PETSTORE_ETCD_START_TIMEOUT: %q is not a positive Go duration such as 30s", v)
-		}
-		cfg.StartTimeout = d
-	}
-	return cfg, nil
+	cfg.StartTimeout, err = env.Duration("PETSTORE_ETCD_START_TIMEOUT", 1)
+	return cfg, err
 }

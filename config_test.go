@@ -5,8 +5,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"petstore/internal/envconf"
+	"petstore/internal/store"
 )
 
 // Tests of loadConfig (config.go), which reads the environment only through
@@ -98,3 +104,98 @@ func TestLoadConfigGeneratesKey(t *testing.T) {
 		t.Errorf("two starts generated the same key %q", keys[0])
 	}
 }
+
+// An unset variable stands for the default configVars gives it, which is
+// the one the stores assume when given none.
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(mapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.addr != ":8080" || cfg.dataPath != "petstore.jsonl" || cfg.maxConns != 10000 || cfg.filePoll != 2*time.Second ||
+		cfg.drainDelay != 0 || cfg.rateLimit != nil || cfg.cors != nil || cfg.tls != nil {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if cfg.idemTTL != store.DefaultIdempotencyTTL || cfg.maxCats != store.DefaultMaxCategories {
+		t.Errorf("Idempotency-Key lifetime %v and catalogue cap %d, want the stores' defaults %v and %d",
+			cfg.idemTTL, cfg.maxCats, store.DefaultIdempotencyTTL, store.DefaultMaxCategories)
+	}
+	etcdCfg, err := loadEtcdConfig(mapEnv(nil), "etcd://127.0.0.1:2379")
+	if err != nil || etcdCfg.StartTimeout != store.DefaultEtcdStartTimeout {
+		t.Errorf("etcd start timeout %v (%v), want the store's default %v", etcdCfg.StartTimeout, err, store.DefaultEtcdStartTimeout)
+	}
+	want := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if !cfg.pets.at.Equal(want) || !cfg.pets.sunset.Equal(want.AddDate(1, 0, 0)) {
+		t.Errorf("pets deprecation %v, sunset %v", cfg.pets.at, cfg.pets.sunset)
+	}
+}
+
+// Each kind of value is refused the same way: the variable, the value
+// quoted and cut, what is wanted.
+func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
+	for name, v := range map[string]string{
+		"PETSTORE_ADDR":            "8080",
+		"PETSTORE_MAX_CONNS":       "010",
+		"PETSTORE_MAX_CATEGORIES":  "1e6",
+		"PETSTORE_IDEMPOTENCY_TTL": "0s",
+		"PETSTORE_SHUTDOWN_DELAY":  "-5s",
+		"PETSTORE_FILE_POLL":       "1ms",
+		"PETSTORE_PETS_SUNSET":     "next year",
+	} {
+		_, err := loadConfig(mapEnv(map[string]string{name: v}))
+		if err == nil || !strings.HasPrefix(err.Error(), name+`: "`+v+`" is not `) || !strings.Contains(err.Error(), "such as") {
+			t.Errorf("%s=%q: got %v, want the variable, the value quoted and what is wanted", name, v, err)
+		}
+	}
+}
+
+// README's table of variables lists exactly those of configVars, with the
+// same defaults; README and docs name no variable petstore does not read.
+func TestConfigVarsDocumented(t *testing.T) {
+	t.Parallel()
+	known := map[string]envconf.Var{}
+	for _, v := range configVars {
+		known[v.Name] = v
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| .* \\| (.*) \\|$")
+	listed := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		name, dflt := m[1], m[2]
+		v, ok := known[name]
+		switch {
+		case !ok:
+			t.Errorf("README's table lists %s, which petstore does not read", name)
+		case v.Default != "" && dflt != "`"+v.Default+"`":
+			t.Errorf("README gives %s the default %s, petstore %q", name, dflt, v.Default)
+		}
+		listed[name] = true
+	}
+	for name := range known {
+		if !listed[name] && name != "GOMAXPROCS" {
+			t.Errorf("README's table does not list %s", name)
+		}
+	}
+	docs, _ := filepath.Glob("docs/*.md")
+	mentioned := regexp.MustCompile(`\bPETSTORE_[A-Z0-9_]+\b`)
+	for _, doc := range append(docs, "README.md") {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range mentioned.FindAllString(string(text), -1) {
+			if _, ok := known[name]; !ok && !notConfigVars[name] && !strings.HasPrefix(name, "PETSTORE_TEST_") {
+				t.Errorf("%s names %s, which petstore does not read", doc, name)
+			}
+		}
+	}
+}
+
+// notConfigVars are named like petstore's variables but read by other
+// programs: the benchmarks, and the shell of docs/cluster.md.
+var notConfigVars = map[string]bool{"PETSTORE_BENCH_CATEGORIES": true, "PETSTORE_A": true, "PETSTORE_B": true}

@@ -151,7 +151,7 @@ func TestDataPathSymlinkStopsTheStart(t *testing.T) {
 // file named :memory: either.
 func TestMemoryStoreWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(memoryPath, store.EtcdConfig{}, store.Options{})
+	s, err := openStore(store.MemoryPath, store.EtcdConfig{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestMemoryStoreWritesNothing(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("temp dir not empty: %v", entries)
 	}
-	if _, err := os.Stat(memoryPath); err == nil {
-		t.Errorf("a file named %s was created", memoryPath)
+	if _, err := os.Stat(store.MemoryPath); err == nil {
+		t.Errorf("a file named %s was created", store.MemoryPath)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
 	"petstore/internal/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // to w in the journal format (petstore -export): a file a journal-backed
 // petstore can start from. It says on stderr which store it reads.
 func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
-	if !store.IsEtcdURL(cfg.dataPath) && cfg.dataPath != memoryPath {
+	if !store.IsEtcdURL(cfg.dataPath) && cfg.dataPath != store.MemoryPath {
 		// Opening a journal creates a missing one: export must not.
 		if _, err := os.Stat(cfg.dataPath); err != nil {
 			return fmt.Errorf("PETSTORE_DATA: %w", err)
@@ -42,8 +43,8 @@ func exportCategories(cfg config, log *slog.Logger, w, stderr io.Writer) error {
 // (never the password).
 func exportSource(cfg config) string {
 	switch {
-	case cfg.dataPath == memoryPath:
-		return memoryPath
+	case cfg.dataPath == store.MemoryPath:
+		return store.MemoryPath
 	case store.IsEtcdURL(cfg.dataPath):
 		return cfg.etcd.String()
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // rawAnswer is what one raw exchange got back.
@@ -74,7 +76,7 @@ func chunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\
 // closed, so that a request smuggled in the body is never served.
 func TestAmbiguousFramingClosesConnection(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	auth := "Authorization: Bearer " + e2eKey + "\r\n"
 	smuggled := "GET /v1/categories HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
 	cases := []struct {
@@ -143,7 +145,7 @@ func TestAmbiguousFramingClosesConnection(t *testing.T) {
 // (408 when too slow), never a 500, and their access lines are INFO.
 func TestBodyReadErrorsAreTheClients(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath), func(l *limits) { l.readTimeout = 500 * time.Millisecond })
+	svc := startRun(t, baseEnv(store.MemoryPath), func(l *limits) { l.readTimeout = 500 * time.Millisecond })
 	head := "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + e2eKey + "\r\nContent-Type: application/json\r\n"
 	chunked := head + "Transfer-Encoding: chunked\r\n\r\n"
 	cases := []struct {
@@ -213,7 +215,7 @@ func TestBodyReadErrorsAreTheClients(t *testing.T) {
 // connection, so the connection is closed instead.
 func TestUnauthorizedDoesNotWaitForTheBody(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	conn, err := net.DialTimeout("tcp", svc.addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

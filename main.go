@@ -14,13 +14,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
 	"petstore/internal/accesslog"
 	"petstore/internal/apikey"
-	"petstore/internal/buildinfo"
 	"petstore/internal/bodybudget"
+	"petstore/internal/buildinfo"
+	"petstore/internal/envconf"
 	"petstore/internal/filewatch"
 	"petstore/internal/openapi"
 	"petstore/internal/procs"
@@ -95,12 +97,12 @@ var defaultLimits = limits{
 	bodyBudget: 64 * maxBodyBytes,
 }
 
-const usage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export | -import FILE]
+// commandsUsage is what -h says before the variables (see writeUsage).
+const commandsUsage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export | -import FILE]
 
 petstore serves the Pet Catalogue API. Without a flag it serves until it is
 stopped (SIGINT or SIGTERM); SIGHUP reads the key file and the TLS pair
-again. A flag runs
-one command instead and exits:
+again. A flag runs one command instead and exits:
 
   -h                 print this help
   -version           print the version of this build (module version, VCS
@@ -114,47 +116,20 @@ one command instead and exits:
 
 Configuration comes from the environment:
 
-  PETSTORE_ADDR             listen address (default :8080)
-  PETSTORE_CORS_ORIGINS     origins whose pages may call the API, comma-separated
-                            (https://app.example.com), or * (default none)
-  PETSTORE_API_KEYS         comma-separated accepted API keys
-  PETSTORE_API_KEYS_FILE    file with one key per line (# comments allowed),
-                            read again on SIGHUP and when it changes
-                            A key of either may be limited to scopes, read,
-                            write (implies read) and metrics: KEY:read,
-                            KEY:write+metrics; without them it has all three
-  PETSTORE_DATA             journal file, :memory: or etcd://… (default petstore.jsonl)
-  PETSTORE_MAX_CONNS        open connections at most (default 10000)
-  PETSTORE_MAX_CATEGORIES   categories the catalogue holds at most, across an
-                            etcd cluster too (default 1000000)
-  PETSTORE_PETS_DEPRECATED  RFC 3339 instant GET /v1/pets/{petId} was deprecated
-  PETSTORE_PETS_SUNSET      RFC 3339 instant of its sunset
-  PETSTORE_RATE_LIMIT       requests per API key: N/s or N/m[,burst=B] (default off)
-  PETSTORE_IDEMPOTENCY_TTL  how long an Idempotency-Key is kept (default 24h)
-  PETSTORE_SHUTDOWN_DELAY   on SIGTERM, how long /readyz answers 503 while
-                            everything else is still served (default 0s)
-  PETSTORE_TLS_CERT_FILE    PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2
-                            and HTTP/1.1); read again on SIGHUP and when it changes
-  PETSTORE_TLS_KEY_FILE     PEM key of that certificate (both or neither)
-  PETSTORE_FILE_POLL        how often the key file and the TLS pair are looked
-                            at for changes, and how long a change must stay
-                            unchanged before it is loaded (default 2s)
-  GOMAXPROCS                when set, left alone; when not, and it comes to 1,
-                            a journal store raises it to 2 while it writes
-
-With no key configured, a random key is generated and printed once.
-
-With PETSTORE_DATA=etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)
-the categories live in an etcd cluster, shared by any number of petstores:
-
-  PETSTORE_ETCD_CA_FILE        CA certificates for etcds:// (default: system roots)
-  PETSTORE_ETCD_USER           etcd user, when etcd auth is on
-  PETSTORE_ETCD_PASSWORD_FILE  file holding that user's password
-  PETSTORE_ETCD_START_TIMEOUT  how long start waits for the cluster (default 30s)
 `
 
+// writeUsage writes what -h prints: the commands, then every variable of
+// configVars.
+func writeUsage(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(commandsUsage)
+	envconf.Usage(&b, configVars)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // run starts the service and serves until ctx is done, then shuts down
-// gracefully; or, given a flag, runs that one command (see usage). It reads
+// gracefully; or, given a flag, runs that one command (see writeUsage). It reads
 // configuration only through getenv.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runWithLimits(ctx, args, getenv, stdout, stderr, defaultLimits)
@@ -254,11 +229,11 @@ func logHangups(ctx context.Context, hup <-chan os.Signal, log *slog.Logger) {
 	}
 }
 
-// runTool runs the one command args names (see usage) instead of serving.
+// runTool runs the one command args names (see writeUsage) instead of serving.
 func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
+		err := writeUsage(stdout)
 		return err
 	case "-version", "--version":
 		_, err := fmt.Fprintln(stdout, buildinfo.Read())
@@ -291,7 +266,7 @@ func openStoreFor(cfg config, getenv func(string) string, log *slog.Logger, comm
 	stopBoost := func() {}
 	// An explicit GOMAXPROCS in the environment is left alone. With etcd
 	// there is no local disk sync for a second P to overlap.
-	if cfg.dataPath != memoryPath && !store.IsEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
+	if cfg.dataPath != store.MemoryPath && !store.IsEtcdURL(cfg.dataPath) && getenv("GOMAXPROCS") == "" {
 		if boost := procs.New(runtime.GOMAXPROCS(0), log); boost != nil {
 			opts.OnBatch = boost.Batch
 			stopBoost = boost.Stop

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/logsink"
+	"petstore/internal/store"
 )
 
 // The real binary on one CPU: with a journal, the first create raises
@@ -24,7 +25,7 @@ func TestRunBoostsProcsForJournalWrites(t *testing.T) {
 		wantBoosted bool
 	}{
 		{"journal", map[string]string{"PETSTORE_DATA": filepath.Join(dir, "a.jsonl")}, true},
-		{"memory", map[string]string{"PETSTORE_DATA": memoryPath}, false},
+		{"memory", map[string]string{"PETSTORE_DATA": store.MemoryPath}, false},
 		{"journal with GOMAXPROCS=1", map[string]string{"PETSTORE_DATA": filepath.Join(dir, "b.jsonl"), "GOMAXPROCS": "1"}, false},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // These tests start the real program through run, on 127.0.0.1:0, and talk to
@@ -226,7 +228,7 @@ func TestRunConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": memoryPath, "PETSTORE_API_KEYS": e2eKey}
+			env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": store.MemoryPath, "PETSTORE_API_KEYS": e2eKey}
 			for k, v := range tt.env {
 				env[k] = v
 			}
@@ -257,7 +259,7 @@ func TestRunConfigErrors(t *testing.T) {
 // TestRunGeneratedKey checks that without a configured key, run makes one up,
 // prints it once, and accepts it; and that two runs make different keys.
 func TestRunGeneratedKey(t *testing.T) {
-	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": memoryPath}
+	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": store.MemoryPath}
 	client := newClient(t)
 	var keys []string
 	for i := 0; i < 2; i++ {
@@ -389,7 +391,9 @@ func TestRunVersion(t *testing.T) {
 func TestRunHelp(t *testing.T) {
 	t.Parallel()
 	got := runTo(t, "-h")
-	if got != usage {
+	var usage strings.Builder
+	writeUsage(&usage)
+	if got != usage.String() || !strings.HasPrefix(got, commandsUsage) {
 		t.Fatalf("-h: got %q, want usage", got)
 	}
 	for _, flag := range []string{"-h", "-version", "-openapi", "-export", "-import FILE"} {

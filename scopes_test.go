@@ -232,7 +232,7 @@ func TestKeyScopesReload(t *testing.T) {
 	}
 	ring := apikey.NewRing(cfg.keys)
 	logs := &lockedBuffer{}
-	rotation := cfg.keyFile.Rotation(ring, cfg.envKeys, defaultFilePoll, slog.New(slog.NewJSONHandler(logs, nil)))
+	rotation := cfg.keyFile.Rotation(ring, cfg.envKeys, cfg.filePoll, slog.New(slog.NewJSONHandler(logs, nil)))
 	env := newTestEnv(t, func(d *deps, _ *[]route) { d.keys = ring })
 	create := func(key, name string) int {
 		return env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"` + name + `"}`, header: bearer(key)}).Code

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"petstore/internal/catalog"
 	"petstore/internal/store"
 )
@@ -45,7 +46,7 @@ type Store interface {
 // etcd:// or etcds:// URL (configured by etcdCfg), or the path of a
 // journal file.
 func openStore(data string, etcdCfg store.EtcdConfig, opts store.Options) (Store, error) {
-	if data == memoryPath {
+	if data == store.MemoryPath {
 		return store.NewMemory(opts), nil
 	}
 	if store.IsEtcdURL(data) {
@@ -65,6 +66,3 @@ func storeError(err error) error {
 	}
 	return fmt.Errorf("PETSTORE_DATA: %w", err)
 }
-
-// memoryPath is the PETSTORE_DATA value that keeps data in memory only.
-const memoryPath = ":memory:"

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // A TLS configuration that cannot serve stops the start with a message
@@ -55,7 +57,7 @@ func TestTLSConfigurationErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := baseEnv(memoryPath)
+			env := baseEnv(store.MemoryPath)
 			env["PETSTORE_TLS_CERT_FILE"], env["PETSTORE_TLS_KEY_FILE"] = c.cert, c.key
 			stderr, err := runToError(t, []string{"petstore"}, env)
 			for _, w := range c.want {
@@ -87,7 +89,7 @@ func checkNoKeyMaterial(t *testing.T, text string, keys ...[]byte) {
 func TestTLSServesHTTP2AndHTTP1Alike(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	env := baseEnv(memoryPath)
+	env := baseEnv(store.MemoryPath)
 	for k, v := range tlsEnv(t, ca, t.TempDir(), 7) {
 		env[k] = v
 	}
@@ -153,7 +155,7 @@ func TestTLSServesHTTP2AndHTTP1Alike(t *testing.T) {
 		t.Errorf("the key is in the log")
 	}
 
-	plain := startRun(t, baseEnv(memoryPath))
+	plain := startRun(t, baseEnv(store.MemoryPath))
 	if !strings.Contains(plain.stderr.String(), `"tls":false`) {
 		t.Errorf("the listening line of plain HTTP lacks \"tls\":false")
 	}

@@ -161,7 +161,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	t.Helper()
 	ca := newTestCA(t)
 	vars := tlsEnv(t, ca, t.TempDir(), 1)
-	files, err := loadTLSFiles(func(name string) string { return vars[name] })
+	files, err := loadTLSFiles(newEnv(func(name string) string { return vars[name] }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func startTLSServer(t *testing.T, lim limits, maxConns int, wrap func(http.Handl
 	log := accesslog.NewJSONLogger(logs)
 	conns := connlimit.New(maxConns, lim.idleTimeout)
 	srv := newHTTPServer(wrap(env.handler), lim, conns, log)
-	srv.TLSConfig = tlsreload.New(files, defaultFilePoll, log).ServerConfig()
+	srv.TLSConfig = tlsreload.New(files, 2*time.Second, log).ServerConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

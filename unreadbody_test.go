@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/store"
 )
 
 // An answer given without reading the body the request declared ends the
@@ -16,7 +18,7 @@ import (
 // connection for the next request (docs/security.md, "Connections").
 func TestUnreadBodyClosesTheConnection(t *testing.T) {
 	t.Parallel()
-	svc := startRun(t, baseEnv(memoryPath))
+	svc := startRun(t, baseEnv(store.MemoryPath))
 	for _, tt := range []struct {
 		name      string
 		request   string
