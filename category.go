@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"petstore/internal/catalog"
-	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
+
+	"petstore/internal/catalog"
+	"petstore/internal/rawjson"
 )
 
 // problem is one thing wrong with a request body.

@@ -8,10 +8,11 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"petstore/internal/bodybudget"
-	"petstore/internal/rawjson"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/bodybudget"
+	"petstore/internal/rawjson"
 )
 
 // maxBodyBytes bounds every request body (docs/api.md, "Limits": 1 MiB).

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+
 	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
-	"strconv"
 )
 
 // Error codes: the machine-readable "code" of the Error body. statusOf maps

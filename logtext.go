@@ -1,11 +1,12 @@
 package main
 
 import (
-	"petstore/internal/catalog"
-	"petstore/internal/rawjson"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"petstore/internal/catalog"
+	"petstore/internal/rawjson"
 )
 
 // Control and bidirectional characters from a client never reach an Error
