@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/textcut"
 )
 
 // accessLineError returns the raw JSON text of the error member of the one
@@ -71,7 +73,7 @@ func TestErrorAnswerBounded(t *testing.T) {
 		}
 		eb := mustError(t, rec, http.StatusBadRequest, codeInvalidParameter)
 		cut, ok := strings.CutSuffix(eb.Message, "…")
-		if !ok || !strings.HasPrefix(showControls(msg), cut) { // control characters show as U+XXXX
+		if !ok || !strings.HasPrefix(textcut.ShowControls(msg), cut) { // control characters show as U+XXXX
 			t.Errorf("%s: message is not a prefix of the original ended with …: %.80q…%q", path, eb.Message, eb.Message[max(0, len(eb.Message)-20):])
 		}
 		if errText := accessLineError(t, env.logs.Bytes(), path); len(errText) > maxErrorText {

@@ -7,6 +7,7 @@ import (
 
 	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
+	"petstore/internal/textcut"
 )
 
 // problem is one thing wrong with a request body.
@@ -159,7 +160,7 @@ func decodeText(field string, v []byte) (string, string) {
 }
 
 func unknownFieldMessage(name string) string {
-	msg := "unknown field " + quoteMemberName(name)
+	msg := "unknown field " + textcut.QuoteName(name)
 	switch {
 	case name == "id":
 		msg += ": ids are assigned by the service"

@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/bodybudget"
 	"petstore/internal/rawjson"
+	"petstore/internal/textcut"
 )
 
 // maxBodyBytes bounds every request body (docs/api.md, "Limits": 1 MiB).
@@ -52,7 +53,7 @@ func decodeJSONObject(w http.ResponseWriter, r *http.Request, bodies *bodybudget
 	// Which of two values would count is anyone's guess (RFC 8259 section
 	// 4), so the body is malformed, whatever else is wrong with it.
 	if name, ok := rawjson.DuplicateMember(members); ok {
-		return nil, apiErrorf(codeInvalidJSON, "request body has member %s more than once", quoteMemberName(name))
+		return nil, apiErrorf(codeInvalidJSON, "request body has member %s more than once", textcut.QuoteName(name))
 	}
 	return members, nil
 }

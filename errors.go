@@ -8,6 +8,7 @@ import (
 
 	"petstore/internal/catalog"
 	"petstore/internal/rawjson"
+	"petstore/internal/textcut"
 )
 
 // Error codes: the machine-readable "code" of the Error body. statusOf maps
@@ -171,7 +172,7 @@ func appendErrorBody(dst []byte, code, message string, status int) []byte {
 	var tail [24]byte
 	end := strconv.AppendInt(append(tail[:0], `,"status":`...), int64(status), 10)
 	end = append(end, '}')
-	dst = rawjson.AppendString(dst, rawjson.CutQuoted(showControls(message), maxErrorText-(len(dst)-start)-len(end), false))
+	dst = rawjson.AppendString(dst, rawjson.CutQuoted(textcut.ShowControls(message), maxErrorText-(len(dst)-start)-len(end), false))
 	return append(dst, end...)
 }
 

@@ -106,7 +106,7 @@ func handleCategoryGet(store Store) http.Handler {
 		raw := r.PathValue("id")
 		id, ok := catalog.ParseID(raw)
 		if !ok {
-			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", showControls(textcut.Truncate(raw, 40))))
+			writeError(w, r, apiErrorf(codeInvalidParameter, "id must be a positive decimal integer such as 1 (no sign, no leading zeros), got %q", textcut.ShowControls(textcut.Truncate(raw, 40))))
 			return
 		}
 		body, err := store.Get(r.Context(), id)

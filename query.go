@@ -134,7 +134,7 @@ func parseCanonical(s string) (int64, bool) {
 
 // excerpt is what an error message quotes of text a client sent: its
 // first 40 characters, control characters shown as U+XXXX.
-func excerpt(s string) string { return showControls(textcut.Truncate(s, 40)) }
+func excerpt(s string) string { return textcut.ShowControls(textcut.Truncate(s, 40)) }
 
 // rejectQuery answers 400 invalid_parameter to a request with a query, for
 // the operations that define no query parameter.

@@ -1,7 +1,10 @@
-// Package textcut shortens text that petstore quotes back in an error
-// message or a log line (a setting, a path, a value found in etcd), so that
-// whatever its length the message stays short. It cuts between characters,
-// never inside one, and marks the cut with "…".
+// Package textcut prepares text that petstore quotes back in an error
+// message or a log line (a setting, a path, a value found in etcd, a
+// member name a client sent). Truncate keeps the message short whatever
+// the text's length: it cuts between characters, never inside one, and
+// marks the cut with "…". ShowControls and QuoteName show the characters a
+// terminal would obey (controls, bidirectional controls) as the text
+// U+XXXX instead of carrying them raw.
 package textcut
 
 import "unicode/utf8"
