@@ -194,7 +194,7 @@ func logRequest(access *accesslog.Log, log *slog.Logger, metrics *serviceMetrics
 		facts.status = http.StatusOK
 	}
 	took := time.Since(start)
-	metrics.observeRequest(r.Method, r.Pattern, facts.status, took)
+	metrics.requests.Observe(r.Method, r.Pattern, facts.status, took)
 	line := accesslog.Line{
 		Time:       start, // when the request arrived; the duration says how long it took
 		Method:     r.Method,

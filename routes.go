@@ -11,6 +11,7 @@ import (
 	"petstore/internal/apikey"
 	"petstore/internal/bodybudget"
 	"petstore/internal/cors"
+	"petstore/internal/metrics"
 	"petstore/internal/openapi"
 	"petstore/internal/ratelimit"
 
@@ -106,17 +107,17 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 // metricRoutes lists the patterns the mux can report for table, with the
 // statuses doc documents for each: metrics count by route pattern, so
 // their counters are laid out at start.
-func metricRoutes(table []route, doc []byte, preflights bool) ([]metricRoute, error) {
+func metricRoutes(table []route, doc []byte, preflights bool) ([]metrics.Route, error) {
 	statuses, err := openapi.Statuses(doc)
 	if err != nil {
 		return nil, err
 	}
-	var counted []metricRoute
+	var counted []metrics.Route
 	for _, rt := range table {
 		pattern := rt.method + " " + rt.path
-		counted = append(counted, metricRoute{pattern, statuses[pattern]})
+		counted = append(counted, metrics.Route{Pattern: pattern, Statuses: statuses[pattern]})
 		if preflights {
-			counted = append(counted, metricRoute{"OPTIONS " + rt.path, preflightStatuses})
+			counted = append(counted, metrics.Route{Pattern: "OPTIONS " + rt.path, Statuses: preflightStatuses})
 		}
 	}
 	return counted, nil

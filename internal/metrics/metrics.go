@@ -3,7 +3,9 @@
 // values, and histograms updated with atomic adds only, so that observing a
 // value costs no lock and no allocation. It also writes the go_* and
 // process_* families the Prometheus Go client exposes, read from the
-// runtime and from /proc. It knows nothing of what a program counts.
+// runtime and from /proc, and counts and times the answers of an HTTP
+// service by route, method and status (Requests). It knows nothing of
+// what else a program counts.
 package metrics
 
 import (
