@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/catalog"
 	"petstore/internal/store"
 )
@@ -200,7 +201,7 @@ func BenchmarkAuth(b *testing.B) {
 		for i := 1; i < keys; i++ {
 			accepted = append(accepted, fmt.Sprintf("another-key-%d", i))
 		}
-		h := requireKey(newKeyring(allScopes(accepted...)), nil, scopeRead, ok)
+		h := requireKey(apikey.NewRing(apikey.AllScopes(accepted...)), nil, apikey.Read, ok)
 		for _, tc := range []struct {
 			name, header string
 			want         int

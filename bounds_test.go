@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/apikey"
 	"petstore/internal/textcut"
 )
 
@@ -54,12 +55,12 @@ func TestErrorAnswerBounded(t *testing.T) {
 	for path, msg := range messages {
 		opts = append(opts, withRoute(route{method: "GET", path: path, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, apiErrorf(codeInvalidParameter, "%s", msg))
-		}), scope: scopeRead}))
+		}), scope: apikey.Read}))
 	}
 	internal := strings.Repeat("secret internal detail ", 1_000)
 	opts = append(opts, withRoute(route{method: "GET", path: "/v1/test-internal", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errors.New(internal))
-	}), scope: scopeRead}))
+	}), scope: apikey.Read}))
 	env := newTestEnv(t, opts...)
 
 	for path, msg := range messages {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/envconf"
 	"petstore/internal/store"
 )
@@ -41,7 +42,7 @@ func TestLoadConfigKeys(t *testing.T) {
 	wantKeys := []string{"env-key-one-Bx5Qn", "env-key-two-Cw2Lp", "file-key-one-Dv7Kr", "file-key-two-Ej3Ps"}
 	var gotKeys []string
 	for _, k := range cfg.keys {
-		if k.Scopes != scopeAll {
+		if k.Scopes != apikey.All {
 			t.Errorf("a key written without scopes has %v, want every scope", k.Scopes)
 		}
 		gotKeys = append(gotKeys, k.Secret)
@@ -84,13 +85,13 @@ func TestLoadConfigGeneratesKey(t *testing.T) {
 			t.Fatalf("keys: got %d, want 1 generated key", len(cfg.keys))
 		}
 		key := cfg.keys[0].Secret
-		if cfg.keys[0].Scopes != scopeAll {
+		if cfg.keys[0].Scopes != apikey.All {
 			t.Errorf("the generated key has %v, want every scope", cfg.keys[0].Scopes)
 		}
 		if len(key) != 43 {
 			t.Errorf("generated key %q: got %d characters, want 43", key, len(key))
 		}
-		if !isBearerToken(key) {
+		if !apikey.IsToken(key) {
 			t.Errorf("generated key %q cannot be sent as a bearer token", key)
 		}
 		keys = append(keys, key)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/apikey"
 	"petstore/internal/cors"
 )
 
@@ -195,7 +196,7 @@ func TestCORSPreflightRefusals(t *testing.T) {
 // origins get none of it.
 func TestCORSOnEveryAnswer(t *testing.T) {
 	t.Parallel()
-	panics := route{method: "GET", path: "/v1/test/panic", handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("test") }), scope: scopeRead}
+	panics := route{method: "GET", path: "/v1/test/panic", handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("test") }), scope: apikey.Read}
 	env := newTestEnv(t, withCORS(t, testOrigin), withRoute(panics))
 	dog := env.mustCreate(t, "dog")
 	keyed := func(extra ...string) map[string]string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/bodybudget"
 )
 
@@ -173,7 +174,7 @@ func TestStalledBodiesOfFourKeysDoNotHoldAFifth(t *testing.T) {
 	total := budget.Free()
 	env := newTestEnv(t, func(d *deps, _ *[]route) {
 		d.bodies = budget
-		d.keys = newKeyring(allScopes(append(keys, testKey2)...))
+		d.keys = apikey.NewRing(apikey.AllScopes(append(keys, testKey2)...))
 	})
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)

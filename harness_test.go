@@ -84,7 +84,7 @@ func (c *logCapture) Write(p []byte) (int, error) {
 
 // baseEnv is the configuration every in-process service starts from. It
 // names GOMAXPROCS, so that run leaves the test process's own alone (see
-// procsBoost).
+// internal/procs).
 func baseEnv(dataPath string) map[string]string {
 	return map[string]string{
 		"PETSTORE_ADDR":     "127.0.0.1:0",

@@ -80,7 +80,7 @@ func newTestEnv(t testing.TB, opts ...testOption) *testEnv {
 	}
 	d := deps{
 		store:  store.NewMemory(store.Options{}),
-		keys:   newKeyring(allScopes(testKey, testKey2)),
+		keys:   apikey.NewRing(apikey.AllScopes(testKey, testKey2)),
 		log:    accesslog.NewJSONLogger(logs),
 		access: logs,
 		now:    time.Now,
@@ -226,7 +226,7 @@ var (
 
 // withAcceptedKeys makes the handler accept exactly keys.
 func withAcceptedKeys(keys []apikey.Key) testOption {
-	return func(d *deps, _ *[]route) { d.keys = newKeyring(keys) }
+	return func(d *deps, _ *[]route) { d.keys = apikey.NewRing(keys) }
 }
 
 // postCategory sends body to POST /v1/categories as an authorised JSON request.

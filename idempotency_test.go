@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"petstore/internal/accesslog"
+	"petstore/internal/apikey"
 	"petstore/internal/journal"
 	"petstore/internal/store"
 )
 
 // scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.
-func scopeOf(apiKey string) keyDigest { return keyDigest(sha256.Sum256([]byte(apiKey))) }
+func scopeOf(apiKey string) apikey.Digest { return apikey.Digest(sha256.Sum256([]byte(apiKey))) }
 
 // keyedCreate posts body with an Idempotency-Key through env, as testKey
 // (or apiKey, when given).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/logsink"
 )
 
@@ -45,7 +46,7 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 	t.Cleanup(sink.Close)
 	t.Cleanup(release) // first, on a failure too, or the writer never ends
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	env := newTestEnv(t, withSink(sink), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: scopeRead}))
+	env := newTestEnv(t, withSink(sink), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: apikey.Read}))
 
 	const requests = 300
 	wantLines := 0

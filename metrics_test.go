@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/metrics"
 	"petstore/internal/ratelimit"
 	"petstore/internal/store"
@@ -119,7 +120,7 @@ func newMetricsEnv(t *testing.T) *testEnv {
 	clock := newTestClock()
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("metrics test") })
 	return newTestEnv(t, withNow(afterPetsSunset), withRateLimit(testRateLimit(t, "1000/s", clock.now)),
-		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: scopeRead}))
+		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: apikey.Read}))
 }
 
 // promtoolPath returns the promtool binary. Without one the test skips

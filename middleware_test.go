@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"petstore/internal/apikey"
 )
 
 // Tests of the middleware (middleware.go) through the real mux: a panic
@@ -18,7 +20,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	t.Parallel()
 	const detail = "secret-panic-detail-7f3a"
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(detail) })
-	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: scopeRead}))
+	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: apikey.Read}))
 
 	for i := range 2 { // twice: a panic leaves nothing broken behind
 		id := fmt.Sprintf("panic-request-%d", i)
@@ -75,7 +77,7 @@ func TestPanicAfterAnswerBeganAborts(t *testing.T) {
 		http.NewResponseController(w).Flush()
 		panic("after the answer began")
 	})
-	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-partial", operationID: "testPartial", handler: partial, scope: scopeRead}))
+	env := newTestEnv(t, withRoute(route{method: "GET", path: "/v1/test-partial", operationID: "testPartial", handler: partial, scope: apikey.Read}))
 	srv := httptest.NewServer(env.handler)
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/test-partial", nil)
@@ -205,7 +207,7 @@ func TestServerErrorsSkipTheAccessLog(t *testing.T) {
 	t.Parallel()
 	var access lockedBuffer
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
-	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: scopeRead}))
+	env := newTestEnv(t, withAccessLogTo(&access), withRoute(route{method: "GET", path: "/v1/test-panic", handler: panicking, scope: apikey.Read}))
 	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "ok-1"}})
 	env.do(t, request{method: "GET", path: "/v1/test-panic", header: map[string]string{"Authorization": "Bearer " + testKey, "X-Request-Id": "boom-1"}})
 	if !strings.Contains(access.String(), `"request_id":"ok-1"`) || strings.Contains(access.String(), "boom-1") {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/openapi"
 	"petstore/internal/openapi/openapitest"
 	"petstore/internal/store"
@@ -379,7 +380,7 @@ func TestDeprecationHeaders(t *testing.T) {
 	// headers come from the route's deprecation, whatever the handler.
 	okRoute := route{method: "GET", path: "/v1/test/deprecated-ok", handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []byte(`{}`))
-	}), scope: scopeRead, deprecation: &dep}
+	}), scope: apikey.Read, deprecation: &dep}
 	noKey := map[string]string{}
 	badKey := map[string]string{"Authorization": "Bearer not-a-key"}
 

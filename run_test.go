@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/apikey"
 	"petstore/internal/store"
 )
 
@@ -281,7 +282,7 @@ func TestRunGeneratedKey(t *testing.T) {
 		}
 		_, key, _ := strings.Cut(exportLines[0], "export PETSTORE_API_KEYS=")
 		key = strings.TrimSpace(key)
-		if len(key) < 32 || !isBearerToken(key) {
+		if len(key) < 32 || !apikey.IsToken(key) {
 			t.Fatalf("run %d: generated key: got %d characters, want a bearer token of at least 32", i+1, len(key))
 		}
 		if n := strings.Count(strings.Join(svc.stderr.Lines(), "\n"), key); n != 1 {

@@ -19,20 +19,6 @@ import (
 	"petstore/internal/store"
 )
 
-// Shorthands for internal/apikey that the mux tests of this package use.
-const (
-	scopeRead    = apikey.Read
-	scopeWrite   = apikey.Write
-	scopeMetrics = apikey.Metrics
-	scopeAll     = apikey.All
-)
-
-type keyDigest = apikey.Digest
-
-func newKeyring(keys []apikey.Key) *apikey.Ring { return apikey.NewRing(keys) }
-func allScopes(secrets ...string) []apikey.Key  { return apikey.AllScopes(secrets...) }
-func isBearerToken(s string) bool               { return apikey.IsToken(s) }
-
 // Keys of the scope tests, one per kind of grant. Test values, safe to print.
 const (
 	readKey    = "scope-read-Key-Tq8Wm2"
@@ -311,18 +297,18 @@ func TestKeyScopesBinary(t *testing.T) {
 func TestRoutesNameOneScope(t *testing.T) {
 	t.Parallel()
 	ok := http.NotFoundHandler()
-	d := deps{store: store.NewMemory(store.Options{}), keys: newKeyring(allScopes(testKey)), log: slog.New(slog.DiscardHandler), now: time.Now}
+	d := deps{store: store.NewMemory(store.Options{}), keys: apikey.NewRing(apikey.AllScopes(testKey)), log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, rt := range []route{
 		{method: "GET", path: "/v1/test-noscope", handler: ok},
-		{method: "GET", path: "/v1/test-twoscopes", handler: ok, scope: scopeRead | scopeWrite},
-		{method: "GET", path: "/v1/test-unknownscope", handler: ok, scope: scopeAll + 1},
-		{method: "GET", path: "/v1/test-publicscope", handler: ok, public: true, scope: scopeRead},
+		{method: "GET", path: "/v1/test-twoscopes", handler: ok, scope: apikey.Read | apikey.Write},
+		{method: "GET", path: "/v1/test-unknownscope", handler: ok, scope: apikey.All + 1},
+		{method: "GET", path: "/v1/test-publicscope", handler: ok, public: true, scope: apikey.Read},
 	} {
 		if _, _, err := newServer(d, rt); err == nil || !strings.Contains(err.Error(), rt.path) {
 			t.Errorf("route %s: newServer gave %v, want an error naming it", rt.path, err)
 		}
 	}
-	if _, _, err := newServer(d, route{method: "GET", path: "/v1/test-scoped", handler: ok, scope: scopeMetrics}); err != nil {
+	if _, _, err := newServer(d, route{method: "GET", path: "/v1/test-scoped", handler: ok, scope: apikey.Metrics}); err != nil {
 		t.Errorf("a route with one scope: %v", err)
 	}
 }
