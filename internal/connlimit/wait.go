@@ -33,6 +33,7 @@ const (
 type Requests struct {
 	serving, waiting atomic.Int32
 	since            atomic.Int64 // when the first of the waits under way began; 0: none
+	ended            atomic.Int64 // when a request last ended; 0: none yet
 	l                *Limiter
 }
 
@@ -46,6 +47,7 @@ func (r *Requests) Start() {
 // Done notes that a request Start noted is over.
 func (r *Requests) Done() {
 	if r != nil {
+		r.ended.Store(r.l.now())
 		r.serving.Add(-1)
 	}
 }
@@ -102,7 +104,10 @@ func RequestsOf(ctx context.Context) *Requests {
 // or 0: lingering; a handler waiting on the client; a write blocked by a
 // client that does not read; or, with no request being served though the
 // connection is active, a read under way (HTTP/2 streams the client keeps
-// open without reading their answers, a header block never finished).
+// open without reading their answers, a header block never finished),
+// counted from the end of the last request if that came later: net/http
+// reads ahead while a handler runs, and between a handler's end and its
+// answer's flush the connection waits on the server, not on its client.
 func (c *trackedConn) waitingSince() int64 {
 	if c.lingering.Load() {
 		return c.reading.Load()
@@ -112,7 +117,9 @@ func (c *trackedConn) waitingSince() int64 {
 		since = w
 	}
 	if since == 0 && c.idleSince.Load() == 0 && c.requests.serving.Load() == 0 {
-		since = c.reading.Load()
+		if since = c.reading.Load(); since != 0 {
+			since = max(since, c.requests.ended.Load())
+		}
 	}
 	return since
 }
