@@ -83,35 +83,21 @@ func newServer(d deps, extra ...route) (http.Handler, []byte, error) {
 	if err := checkScopes(append(described, extra...)); err != nil {
 		return nil, nil, err
 	}
-	doc, err := openapi.Build(openAPIOperations(described), statusOf)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building the OpenAPI document: %w", err)
-	}
-	doc30, err := openapi.Convert30(doc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building the OpenAPI 3.0 document: %w", err)
-	}
-	page, err := newDocsPage(doc)
+	docs, err := documentsOf(openAPIOperations(described))
 	if err != nil {
 		return nil, nil, err
 	}
-	counted, err := metricRoutes(append(described, extra...), doc, d.cors != nil)
-	if err != nil {
-		return nil, nil, err
-	}
+	doc, doc30, page := docs.doc, docs.doc30, docs.page
+	counted := metricRoutes(append(described, extra...), docs.statuses, d.cors != nil)
 	d.metrics = newServiceMetrics(counted, d.commits, d.store)
 	table := append(routes(d, doc, doc30, page), extra...)
 	return newHandler(table, d), doc, nil
 }
 
 // metricRoutes lists the patterns the mux can report for table, with the
-// statuses doc documents for each: metrics count by route pattern, so
+// statuses the OpenAPI document gives each (statuses, by pattern): metrics count by route pattern, so
 // their counters are laid out at start.
-func metricRoutes(table []route, doc []byte, preflights bool) ([]metrics.Route, error) {
-	statuses, err := openapi.Statuses(doc)
-	if err != nil {
-		return nil, err
-	}
+func metricRoutes(table []route, statuses map[string][]int, preflights bool) []metrics.Route {
 	var counted []metrics.Route
 	for _, rt := range table {
 		pattern := rt.method + " " + rt.path
@@ -120,7 +106,7 @@ func metricRoutes(table []route, doc []byte, preflights bool) ([]metrics.Route, 
 			counted = append(counted, metrics.Route{Pattern: "OPTIONS " + rt.path, Statuses: preflightStatuses})
 		}
 	}
-	return counted, nil
+	return counted
 }
 
 // openAPIOperations says what the OpenAPI document shows of each route of
