@@ -201,7 +201,7 @@ func (p *binaryProcess) wait(t *testing.T, d time.Duration) int {
 func (p *binaryProcess) stop(t *testing.T) {
 	t.Helper()
 	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, shutdownGrace+time.Second); code != 0 {
+	if code := p.wait(t, defaultGrace+time.Second); code != 0 {
 		t.Fatalf("exit code after SIGTERM: got %d, want 0; stderr:\n%s", code, redactAll(p.stderr.String()))
 	}
 }

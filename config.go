@@ -32,6 +32,7 @@ var configVars = []envconf.Var{
 	{Name: "PETSTORE_RATE_LIMIT", Help: "requests per API key: N/s or N/m[,burst=B]; unset: off"},
 	{Name: "PETSTORE_IDEMPOTENCY_TTL", Default: "24h", Help: "how long an Idempotency-Key is kept"},
 	{Name: "PETSTORE_SHUTDOWN_DELAY", Default: "0s", Help: "on SIGTERM, how long /readyz answers 503 while\neverything else is still served"},
+	{Name: "PETSTORE_SHUTDOWN_GRACE", Default: "10s", Help: "then, how long the requests in flight get to finish\nbefore their connections are closed"},
 	{Name: "PETSTORE_TLS_CERT_FILE", Help: "PEM certificate: serve HTTPS only (TLS 1.2+, HTTP/2\nand HTTP/1.1); read again on SIGHUP and when it changes"},
 	{Name: "PETSTORE_TLS_KEY_FILE", Help: "PEM key of that certificate (both or neither)"},
 	{Name: "PETSTORE_FILE_POLL", Default: "2s", Help: "how often the key file and the TLS pair are looked\nat for changes, and how long a change must stay\nunchanged before it is loaded; 10ms or more"},
@@ -69,6 +70,7 @@ type config struct {
 	maxCats      int64            // PETSTORE_MAX_CATEGORIES: the catalogue holds at most this many
 	cors         *cors.Policy     // PETSTORE_CORS_ORIGINS; nil: CORS off
 	drainDelay   time.Duration    // PETSTORE_SHUTDOWN_DELAY: served on, not ready, once a stop signal arrives
+	grace        time.Duration    // PETSTORE_SHUTDOWN_GRACE: then, for the requests in flight
 	filePoll     time.Duration    // PETSTORE_FILE_POLL: how often the key file and TLS pair are looked at, and how long a change must stay put
 	tls          *tlsreload.Files // the TLS certificate and key; nil: plain HTTP
 }
@@ -103,6 +105,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return cfg, err
 	}
 	if cfg.drainDelay, err = env.Duration("PETSTORE_SHUTDOWN_DELAY", 0); err != nil {
+		return cfg, err
+	}
+	if cfg.grace, err = env.Duration("PETSTORE_SHUTDOWN_GRACE", 0); err != nil {
 		return cfg, err
 	}
 	cfg.filePoll, err = env.Duration("PETSTORE_FILE_POLL", minFilePoll)

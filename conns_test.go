@@ -93,12 +93,13 @@ func TestMaxConnsSilentFlood(t *testing.T) {
 
 // SIGTERM while clients send bodies slowly, one unauthenticated (answered
 // 401 at once, its connection closed) and one authenticated mid-body: petstore waits out the
-// grace, closes them, closes the journal and exits 0 (docs/operations.md,
-// "Stopping"). This waits the real 10 s grace, in parallel with the rest.
+// grace (PETSTORE_SHUTDOWN_GRACE, 2 s here), closes them, closes the journal
+// and exits 0 (docs/operations.md, "Stopping").
 func TestStopWithSlowBodies(t *testing.T) {
 	t.Parallel()
+	const grace = 2 * time.Second
 	data := filepath.Join(t.TempDir(), "data.jsonl")
-	p := startBinary(t, map[string]string{"PETSTORE_DATA": data})
+	p := startBinary(t, map[string]string{"PETSTORE_DATA": data, "PETSTORE_SHUTDOWN_GRACE": grace.String()})
 
 	unauth := p.dialRaw(t)
 	io.WriteString(unauth, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
@@ -111,8 +112,14 @@ func TestStopWithSlowBodies(t *testing.T) {
 	}
 	start := time.Now()
 	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, shutdownGrace+time.Second); code != 0 {
+	if code := p.wait(t, grace+time.Second); code != 0 {
 		t.Fatalf("exit code after SIGTERM: got %d, want 0; stderr:\n%s", code, redactAll(p.stderr.String()))
+	}
+	if took := time.Since(start); took < grace {
+		t.Errorf("exited %v after SIGTERM with a request in flight, want the %v grace waited out", took, grace)
+	}
+	if p.waitLog(0, func(l logLine) bool { return l["msg"] == "grace over; closing the connections left" }) == nil {
+		t.Errorf("no line saying the grace was over; stderr:\n%s", redactAll(p.stderr.String()))
 	}
 	if p.waitLog(0, func(l logLine) bool { return l["msg"] == "stopped" }) == nil {
 		t.Errorf("no stopped line after %v; stderr:\n%s", time.Since(start), redactAll(p.stderr.String()))

@@ -36,7 +36,8 @@ const e2eKey = "e2e-Secret-Kq7Zp2Xv9Lm4"
 // something is broken.
 const (
 	startTimeout = 10 * time.Second
-	stopTimeout  = 15 * time.Second // more than shutdownGrace
+	stopTimeout  = 15 * time.Second // more than defaultGrace
+	defaultGrace = 10 * time.Second // PETSTORE_SHUTDOWN_GRACE's default
 )
 
 // logCapture is a service's stderr: a lockedBuffer that also reports, once,

@@ -377,7 +377,7 @@ func startContainer(t *testing.T, pm *podman, tag, volume string) *container {
 // and logged no key.
 func (c *container) stop(t *testing.T) {
 	t.Helper()
-	c.pm.run("stop", "--time", strconv.Itoa(int(shutdownGrace/time.Second)+5), c.name)
+	c.pm.run("stop", "--time", strconv.Itoa(int(defaultGrace/time.Second)+5), c.name)
 	if code := c.pm.run("inspect", "--format", "{{.State.ExitCode}}", c.name); code != "0" {
 		t.Errorf("exit status after podman stop: got %s, want 0", code)
 	}

@@ -60,10 +60,6 @@ type stopSignal struct {
 
 func (s *stopSignal) Error() string { return "stopped by " + s.sig.String() }
 
-// shutdownGrace bounds how long in-flight requests may take once a stop
-// signal arrives.
-const shutdownGrace = 10 * time.Second
-
 // maxHeaderBlock bounds a request's line and header block: net/http answers
 // a longer one 431 before petstore sees it. Its parser holds about 11 bytes
 // of memory for every byte of a block of small headers, so the bound is
@@ -79,7 +75,6 @@ const headerReadSlop = 4096
 // serves with defaultLimits; tests shrink the times through runWithLimits so
 // that they stay fast.
 type limits struct {
-	grace         time.Duration // for in-flight requests once a stop signal arrives
 	headerTimeout time.Duration // to read a request's headers; and a TLS handshake
 	readTimeout   time.Duration // to read a whole request, body included
 	idleTimeout   time.Duration // a keep-alive connection may wait for its next request
@@ -87,7 +82,6 @@ type limits struct {
 }
 
 var defaultLimits = limits{
-	grace:         shutdownGrace,
 	headerTimeout: 5 * time.Second,
 	readTimeout:   30 * time.Second,
 	idleTimeout:   30 * time.Second,
@@ -193,7 +187,7 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	if err := logStart(ctx, cfg, store, ln.Addr(), maxConns, log, sink.Direct()); err != nil {
 		return err
 	}
-	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: lim.grace}, log)
+	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: cfg.grace}, log)
 }
 
 // startReloads serves srv with the TLS pair of cfg, if any, and reloads the
@@ -357,7 +351,7 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), apikey.ScopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String())
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), apikey.ScopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String(), "shutdown_grace", cfg.grace.String())
 	if cfg.generatedKey {
 		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].Secret)
 	}

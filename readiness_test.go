@@ -84,10 +84,18 @@ func TestShutdownDelayConfig(t *testing.T) {
 			t.Errorf("%q: %v, %v; want %v", v, cfg.drainDelay, err, want)
 		}
 	}
-	for _, v := range []string{"15", "-1s", "soon", "1x", strings.Repeat("9", 200) + "s"} {
-		_, err := loadConfig(mapEnv(map[string]string{"PETSTORE_SHUTDOWN_DELAY": v}))
-		if err == nil || !strings.HasPrefix(err.Error(), "PETSTORE_SHUTDOWN_DELAY: ") || len(err.Error()) > 200 {
-			t.Errorf("%q: got %v, want a short error naming PETSTORE_SHUTDOWN_DELAY", v, err)
+	for _, name := range []string{"PETSTORE_SHUTDOWN_DELAY", "PETSTORE_SHUTDOWN_GRACE"} {
+		for _, v := range []string{"15", "-1s", "soon", "1x", strings.Repeat("9", 200) + "s"} {
+			_, err := loadConfig(mapEnv(map[string]string{name: v}))
+			if err == nil || !strings.HasPrefix(err.Error(), name+": ") || len(err.Error()) > 200 {
+				t.Errorf("%s=%q: got %v, want a short error naming %s", name, v, err, name)
+			}
+		}
+	}
+	for v, want := range map[string]time.Duration{"": defaultGrace, "0s": 0, "2s": 2 * time.Second, "1m": time.Minute} {
+		cfg, err := loadConfig(mapEnv(map[string]string{"PETSTORE_SHUTDOWN_GRACE": v}))
+		if err != nil || cfg.grace != want {
+			t.Errorf("PETSTORE_SHUTDOWN_GRACE=%q: %v, %v; want %v", v, cfg.grace, err, want)
 		}
 	}
 }
@@ -140,7 +148,7 @@ func TestShutdownDelay(t *testing.T) {
 	if got := getStatus(client, p.url("/healthz")); got != http.StatusOK {
 		t.Errorf("/healthz while draining: %d, want 200", got)
 	}
-	if code := p.wait(t, delay+shutdownGrace+2*time.Second); code != 0 {
+	if code := p.wait(t, delay+defaultGrace+2*time.Second); code != 0 {
 		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
 	}
 	if took := time.Since(sent); took < delay {
@@ -180,7 +188,7 @@ func TestShutdownDelaySecondSignal(t *testing.T) {
 		t.Fatal("exited within the delay")
 	}
 	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, shutdownGrace+5*time.Second); code != 0 {
+	if code := p.wait(t, defaultGrace+5*time.Second); code != 0 {
 		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
 	}
 	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"a second stop signal ends the delay","signal":"terminated"`) {
