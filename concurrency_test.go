@@ -16,9 +16,15 @@ import (
 // to run under -race. Goroutines other than the test's own report with
 // t.Errorf and return, never t.Fatalf.
 
-func TestConcurrentCreates(t *testing.T) { inMemoryAndJournaled(t, testConcurrentCreates) }
+func TestConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	inMemoryAndJournaled(t, testConcurrentCreates)
+}
 
-func TestConcurrentCreatesSameName(t *testing.T) { inMemoryAndJournaled(t, testConcurrentSameName) }
+func TestConcurrentCreatesSameName(t *testing.T) {
+	t.Parallel()
+	inMemoryAndJournaled(t, testConcurrentSameName)
+}
 
 // inMemoryAndJournaled runs test over a memory store, then over a journaled
 // one, which must then reopen to the same list.

@@ -83,6 +83,7 @@ type pageSaw struct {
 // creates, lists and reads the headers CORS exposes; from any other, the
 // browser refuses, and nothing is created.
 func TestCORSInChromium(t *testing.T) {
+	t.Parallel()
 	bin := needChromium(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // and checks that every category that got a 201 is back with its id, and
 // that new ids are greater. It repeats on the same journal.
 func TestCrashKeepsAcknowledgedCategories(t *testing.T) {
+	t.Parallel()
 	dataPath := filepath.Join(t.TempDir(), "petstore.jsonl")
 	acked := map[int64]string{} // every 201 ever, across iterations
 

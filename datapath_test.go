@@ -150,6 +150,7 @@ func TestDataPathSymlinkStopsTheStart(t *testing.T) {
 // PETSTORE_DATA=:memory: opens the memory store, which writes nothing: no
 // file named :memory: either.
 func TestMemoryStoreWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := openStore(store.MemoryPath, store.EtcdConfig{}, store.Options{})
 	if err != nil {

@@ -81,6 +81,7 @@ func fencedBody(lines []string, open int) (string, int) {
 // TestDocsOfflineBlocks runs every block marked offline, page by page, in
 // the order of the page: a page's blocks share one fresh petstore.
 func TestDocsOfflineBlocks(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: the documentation's shell blocks were NOT run")
 	}

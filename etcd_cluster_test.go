@@ -120,6 +120,7 @@ func checkConsecutive(t *testing.T, list []categoryBody) {
 // among racing creates, a Location from one followed on the other at once,
 // and a create listed by the other within a second.
 func TestEtcdTwoInstances(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	a := startRun(t, baseEnv(cluster.Data("two")))
 	b := startRun(t, baseEnv(cluster.Data("two")))
@@ -299,6 +300,7 @@ func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []b
 // known categories still served from the cache, /healthz and /readyz 503; members back:
 // creates work again, without restarting petstore.
 func TestEtcdQuorumLoss(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	svc := startRun(t, baseEnv(cluster.Data("quorum")))
 	base := svc.url("")
@@ -371,6 +373,7 @@ func TestEtcdQuorumLoss(t *testing.T) {
 // twice, and writes resume within seconds. Then kill -9 of one petstore:
 // the other keeps serving, and a restarted one catches up.
 func TestEtcdLeaderKill(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	env := map[string]string{"PETSTORE_DATA": cluster.Data("kill")}
 	a, b := startBinary(t, env), startBinary(t, env)
@@ -485,6 +488,7 @@ func TestEtcdLeaderKill(t *testing.T) {
 // a prefix that holds categories; -export writes any store back in the
 // journal format (version 1: an export holds no keys).
 func TestEtcdImportExport(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	journalText := journal.Header(1) + "\n" +
 		`{"id":1,"name":"dog","description":"Loyal"}` + "\n" +

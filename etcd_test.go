@@ -11,6 +11,7 @@ import (
 )
 
 func TestEtcdConfig(t *testing.T) {
+	t.Parallel()
 	pwFile := t.TempDir() + "/pw"
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ func TestEtcdConfig(t *testing.T) {
 // Start waits at most PETSTORE_ETCD_START_TIMEOUT for the cluster, then
 // fails with one line naming the endpoints.
 func TestEtcdStartTimeout(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +85,7 @@ func TestEtcdStartTimeout(t *testing.T) {
 // A CA file for etcds:// that cannot be read, or holds no certificate,
 // stops the start with one line naming PETSTORE_ETCD_CA_FILE.
 func TestEtcdCAFileNamed(t *testing.T) {
+	t.Parallel()
 	notPEM := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)

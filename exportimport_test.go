@@ -13,6 +13,7 @@ import (
 // wrong store (a PETSTORE_DATA left unset) is seen; it never shows the etcd
 // password.
 func TestExportSaysWhichStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "petstore.jsonl")
 	if err := os.WriteFile(journal, []byte(`{"format":"petstore-categories","version":1}`+"\n"+`{"id":1,"name":"dog"}`+"\n"), 0o600); err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // No client needs a key to make petstore hold memory with headers it never
-// finishes: 5,000 connections that each send an unfinished 16 KiB block of
+// finishes: 3,000 connections that each send an unfinished 16 KiB block of
 // small headers (net/http holds 11 to 18 bytes per byte of them) leave the
 // process under 512 MiB resident, and a request with a key is answered
 // meanwhile (docs/operations.md, "Limits": the pending-connection bound). The
@@ -45,7 +45,7 @@ const (
 	bodyNotSent                               // a finished block declaring a body, one byte of it sent
 )
 
-// holdUnfinishedHeaders runs the attack on 5,000 connections and checks its
+// holdUnfinishedHeaders runs the attack on 3,000 connections and checks its
 // bounds.
 func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 	if runtime.GOOS != "linux" {
@@ -53,7 +53,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 	}
 	testkit.Exclusive(t, "flood") // its keyed request's bound needs the CPUs
 	const (
-		clients  = 5000
+		clients  = 3000 // without the bound they would hold 0.5–0.9 GB
 		rssBound = 512 << 20
 	)
 	raiseFileLimit(t, clients+200)

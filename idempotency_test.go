@@ -37,7 +37,10 @@ func keyedCreate(t *testing.T, env *testEnv, idemKey, body string, apiKey ...str
 
 // Safe retries through the real mux, on both local stores (docs/api.md,
 // "Safe retries").
-func TestIdempotentCreate(t *testing.T) { inMemoryAndJournaled(t, testIdempotentCreate) }
+func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
+	inMemoryAndJournaled(t, testIdempotentCreate)
+}
 
 func testIdempotentCreate(t *testing.T, env *testEnv) {
 	first := keyedCreate(t, env, `"retry-1"`, `{"name":"dog","description":"Loyal"}`)
@@ -108,6 +111,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 // Many concurrent creates with one key: exactly one category; every answer
 // is that create, a replay of it, or 409 in use.
 func TestIdempotencyKeyConcurrent(t *testing.T) {
+	t.Parallel()
 	inMemoryAndJournaled(t, func(t *testing.T, env *testEnv) {
 		const clients = 32
 		answers := make(chan *httptest.ResponseRecorder, clients)

@@ -14,14 +14,19 @@ import (
 
 	"petstore/internal/openapi/openapitest"
 	"petstore/internal/store"
+	"petstore/internal/testkit"
 )
 
 // TestMain runs the package's tests and removes the binary built for them
 // (binary_test.go); after a passing run it checks that every status a
 // handler test saw a route answer is documented for that operation in the
 // OpenAPI document (observedStatuses).
+// More parallel tests run at once than GOMAXPROCS (testkit.RaiseParallel):
+// most of the long ones wait on the binary, etcd members, Chromium or
+// podman.
 func TestMain(m *testing.M) {
 	flag.Parse()
+	testkit.RaiseParallel(4)
 	code := m.Run()
 	removeTestBinary()
 	if code == 0 {

@@ -157,6 +157,7 @@ func TestCatalogueCapAcrossRestarts(t *testing.T) {
 // exactly the cap's number of categories, ids 1..cap, and answer 403
 // quota_exceeded to every other create.
 func TestEtcdCatalogueCapTwoInstances(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	const limit, workers = 12, 32
 	env := baseEnv(cluster.Data("capped"))

@@ -24,6 +24,7 @@ import (
 // harness_test.go.
 
 func TestRunEndToEnd(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	const wrongKey = "e2e-Wrong-Key-Qm3Vb8"
 	svc := startRun(t, baseEnv(data))
@@ -130,6 +131,7 @@ func TestRunEndToEnd(t *testing.T) {
 }
 
 func TestRunDataLocked(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	first := startRun(t, baseEnv(data))
 
@@ -260,6 +262,7 @@ func TestRunConfigErrors(t *testing.T) {
 // TestRunGeneratedKey checks that without a configured key, run makes one up,
 // prints it once, and accepts it; and that two runs make different keys.
 func TestRunGeneratedKey(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": store.MemoryPath}
 	client := newClient(t)
 	var keys []string
@@ -314,6 +317,7 @@ func TestRunGeneratedKey(t *testing.T) {
 // request sends "Expect: 100-continue", so its "100 Continue" proves the
 // handler is already reading the body when the context is cancelled.
 func TestRunGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	svc := startRun(t, baseEnv(data))
 	client := newClient(t)

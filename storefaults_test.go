@@ -19,6 +19,7 @@ import (
 // the log, and a store that says it is unhealthy fails /healthz (the store's
 // own half is tested in internal/store).
 func TestFailedCreateAnswers500(t *testing.T) {
+	t.Parallel()
 	cause := fmt.Errorf("appending to /data/cats.jsonl: %w", os.ErrClosed)
 	env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: cause}))
 	rec := env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"cat"}`})
@@ -40,6 +41,7 @@ func TestFailedCreateAnswers500(t *testing.T) {
 // and from /healthz, and 503 outcome_unknown, never a definite failure, for
 // a create that may have been stored; both with Retry-After.
 func TestStoreFaultAnswers(t *testing.T) {
+	t.Parallel()
 	down := fmt.Errorf("%w: the journal takes no more creates after a failed write: %w", catalog.ErrUnavailable, os.ErrClosed)
 	unknown := fmt.Errorf("%w: appending: %w", catalog.ErrOutcomeUnknown, os.ErrClosed)
 	for _, tc := range []struct {

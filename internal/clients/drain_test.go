@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,14 +48,21 @@ func TestDrainUnderLoad(t *testing.T) {
 				default:
 				}
 				name := fmt.Sprintf("c%d-%d", c, i)
-				var wrote bool // the request went out on a connection petstore accepted
-				trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote = true }}
+				// wrote: the request went out on a connection petstore
+				// accepted, on the transport's last try (it tries again, on
+				// a new connection, a request an HTTP/2 GOAWAY says was
+				// not processed).
+				var wrote atomic.Bool
+				trace := &httptrace.ClientTrace{
+					GetConn:      func(string) { wrote.Store(false) },
+					WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+				}
 				id, err := create(client, svc.url, name, trace)
 				mu.Lock()
 				switch {
 				case err == nil:
 					created[name] = id
-				case wrote:
+				case wrote.Load():
 					lost[fmt.Sprintf("HTTP/2 %v: %s", c%3 == 0, lastWords(err.Error()))]++
 				}
 				mu.Unlock()

@@ -54,6 +54,7 @@ func churn(ctx context.Context, addr string, n int) *atomic.Int64 {
 // new HTTPS clients with a key are served: a handshake that progresses is
 // never closed for one that waits on its client.
 func TestHandshakeChurnDoesNotShutOutClients(t *testing.T) {
+	t.Parallel() // the flood itself runs alone: Exclusive
 	if testing.Short() {
 		t.Skip("a flood")
 	}
@@ -125,6 +126,7 @@ func stallH1(addr string, roots *x509.CertPool) (net.Conn, error) {
 // (HTTP/2), a new client with a key is served within 2 s: connections that
 // wait on their clients are evictable like idle ones.
 func TestCapFilledWithStalledConnections(t *testing.T) {
+	t.Parallel() // the flood itself runs alone: Exclusive
 	if testing.Short() {
 		t.Skip("a flood")
 	}

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,9 +22,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
+// TestMain runs the tests, more of them at once than GOMAXPROCS
+// (testkit.RaiseParallel): they wait on the binary and on other languages'
+// clients. It removes the binary it built.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	testkit.RaiseParallel(8)
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -73,11 +74,11 @@ type tally struct {
 
 // check fails t for every case of results where a client did not read the
 // expected answer every time.
-func check(t *testing.T, client string, cases []refusal, results map[string]tally) {
+func check(t *testing.T, client string, cases []refusal, results map[string]tally, n int) {
 	t.Helper()
 	for _, c := range cases {
-		if got := results[c.Name]; got.OK != repeats {
-			t.Errorf("%s, %s: the Error body %d times of %d; otherwise %v", client, c.Name, got.OK, repeats, got.Errors)
+		if got := results[c.Name]; got.OK != n {
+			t.Errorf("%s, %s: the Error body %d times of %d; otherwise %v", client, c.Name, got.OK, n, got.Errors)
 		}
 	}
 }
@@ -97,19 +98,37 @@ func TestRefusedBodiesReachGo(t *testing.T) {
 	cases := refusals(svc.url)
 	for _, keepAlive := range []bool{true, false} {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
-		results := map[string]tally{}
-		for _, c := range cases {
-			results[c.Name] = goTally(client, c)
-		}
-		check(t, fmt.Sprintf("Go (keep-alive %v)", keepAlive), cases, results)
+		check(t, fmt.Sprintf("Go (keep-alive %v)", keepAlive), cases, goTallies(client, cases, repeats), repeats)
 	}
 }
 
-// goTally sends c repeats times with client.
-func goTally(client *http.Client, c refusal) tally {
+// goTallies runs goTally for every case at once, each on connections of
+// its own, and returns the tallies by case name.
+func goTallies(client *http.Client, cases []refusal, n int) map[string]tally {
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		results = map[string]tally{}
+	)
+	for _, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got := goTally(client, c, n)
+			mu.Lock()
+			results[c.Name] = got
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// goTally sends c n times with client.
+func goTally(client *http.Client, c refusal, n int) tally {
 	out := tally{Errors: map[string]int{}}
 	payload := body(c.Size)
-	for range repeats {
+	for range n {
 		req, _ := http.NewRequest("POST", c.URL, bytes.NewReader(payload))
 		req.Header.Set("Content-Type", c.ContentType)
 		if c.Auth != "" {
@@ -150,7 +169,7 @@ func TestRefusedBodiesReachCurl(t *testing.T) {
 		for _, c := range cases {
 			results[c.Name] = curlTally(t, curl, dir, c, closeConn)
 		}
-		check(t, fmt.Sprintf("curl (Connection: close %v)", closeConn), cases, results)
+		check(t, fmt.Sprintf("curl (Connection: close %v)", closeConn), cases, results, repeats)
 	}
 }
 
@@ -202,7 +221,7 @@ func TestRefusedBodiesReachPython(t *testing.T) {
 	svc := start(t)
 	cases := refusals(svc.url)
 	for _, client := range []string{"http.client", "http.client close", "urllib"} {
-		check(t, "Python "+client, cases, runScript(t, cases, python, "testdata/refused.py", client))
+		check(t, "Python "+client, cases, runScript(t, cases, python, "testdata/refused.py", client), repeats)
 	}
 }
 
@@ -212,7 +231,7 @@ func TestRefusedBodiesReachNode(t *testing.T) {
 	svc := start(t)
 	cases := refusals(svc.url)
 	for _, client := range []string{"http", "http close", "fetch"} {
-		check(t, "Node "+client, cases, runScript(t, cases, node, "testdata/refused.mjs", client))
+		check(t, "Node "+client, cases, runScript(t, cases, node, "testdata/refused.mjs", client), repeats)
 	}
 }
 

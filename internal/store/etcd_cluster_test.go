@@ -41,6 +41,7 @@ func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string, op
 // of them (about 9 KB each as the gateway sends them, 5 MB in all) are all
 // back after a reopen.
 func TestEtcdLargeCategoriesReopen(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "large")
 	desc := strings.Repeat("<", catalog.MaxDescriptionLen) // 6 bytes of JSON each
@@ -72,6 +73,7 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 // refused as a duplicate of another create of the same name in the batch:
 // it goes in a txn of its own and is answered with its create.
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
 	k1 := catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
@@ -94,6 +96,7 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 // A lease that is gone (revoked by hand, lost with a restore) does not
 // fail keyed creates: the store grants a new one and puts the key again.
 func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
+	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	s := openClusterStore(t, cluster, "lease")
 	key := func(k, name string) catalog.NewCategory {

@@ -51,6 +51,7 @@ func openFakeStore(t *testing.T, cfg EtcdConfig, opts ...func(*Options)) *Etcd {
 }
 
 func TestEtcdStoreOnFakeGateway(t *testing.T) {
+	t.Parallel()
 	for _, style := range []string{"3.4", "3.6"} {
 		t.Run(style, func(t *testing.T) {
 			f, srv := etcdtest.NewFake(t, style)
@@ -89,6 +90,7 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 // failure branch shows our tokens, so the create answers 201 with the id it
 // got, and nothing is stored twice.
 func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []string{"apply-then-503", "503"} {
 		t.Run(fault, func(t *testing.T) {
 			f, srv := etcdtest.NewFake(t, "3.4")
@@ -122,6 +124,7 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 // the others of its batch are retried with the counter the failure branch
 // brought, without another read.
 func TestEtcdStoreLostRace(t *testing.T) {
+	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.6")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
 	// Another instance created "dog" as id 1.
@@ -139,6 +142,7 @@ func TestEtcdStoreLostRace(t *testing.T) {
 
 // A refused connection sends the request to the next endpoint.
 func TestEtcdClientRotatesEndpoints(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +156,7 @@ func TestEtcdClientRotatesEndpoints(t *testing.T) {
 
 // 401 (gRPC code 16): the token expired; authenticate again once.
 func TestEtcdClientReauthenticates(t *testing.T) {
+	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.4")
 	f.EnableAuth("s3cret")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}, User: "svc", Password: "s3cret"})
@@ -174,6 +179,7 @@ func TestEtcdClientReauthenticates(t *testing.T) {
 // A watch from a compacted revision is canceled; the store reads the
 // categories again and watches on.
 func TestEtcdStoreWatchCompaction(t *testing.T) {
+	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.4")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
 	mustStoreCreate(t, s, "dog")
@@ -195,6 +201,7 @@ func TestEtcdStoreWatchCompaction(t *testing.T) {
 // A final refusal (4xx other than 401) fails the create with an error that
 // is not an *apiError: a 500 whose detail is logged.
 func TestEtcdStoreFinalRefusal(t *testing.T) {
+	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.6")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
 	f.SetTxnFault(func(int) string { return "403" })
@@ -209,6 +216,7 @@ func TestEtcdStoreFinalRefusal(t *testing.T) {
 // bounded: another writer may put any number of them. Past the bound they
 // are still counted, and one line says that no more are logged.
 func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
+	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.4")
 	const n = etcdRefusedKept + 100
 	for id := 1; id <= n; id++ {
@@ -244,6 +252,7 @@ func TestEtcdStoreRefusedKeysBounded(t *testing.T) {
 // one just within it is read through (the id may be another instance's
 // create that the watch has not brought yet).
 func TestEtcdGetIDLead(t *testing.T) {
+	t.Parallel()
 	f, _ := etcdtest.NewFake(t, "3.4")
 	var reads atomic.Int32 // reads of one category key
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -285,6 +294,7 @@ func TestEtcdGetIDLead(t *testing.T) {
 // etcd. The fake gateway holds that read until all the GETs would have sent
 // theirs, or for a while.
 func TestEtcdReadThroughCoalesced(t *testing.T) {
+	t.Parallel()
 	f, _ := etcdtest.NewFake(t, "3.4")
 	key := "/p/categories/0000000000000000005"
 	var reads atomic.Int32

@@ -61,6 +61,7 @@ type storeCase struct {
 }
 
 func TestStoreContract(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, []storeCase{
 		{name: "ids start at 1 and follow", run: contractIDs},
 		{name: "list order and ETag", run: contractList},

@@ -1,13 +1,17 @@
 // Package testkit holds what the tests of several petstore packages share:
 // a buffer that concurrent writers (a log) and the test may use at once, a
-// bounded wait for a condition, and a lock that runs floods one at a time
-// across packages. Only tests import it.
+// bounded wait for a condition, a lock that runs floods one at a time
+// across packages, and the number of parallel tests of packages whose
+// tests wait on processes more than on the CPU. Only tests import it.
 package testkit
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,4 +83,18 @@ func Exclusive(t testing.TB, name string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
+}
+
+// RaiseParallel lets up to n of the package's parallel tests run at once
+// rather than GOMAXPROCS, unless -test.parallel was given: for a package
+// whose long tests wait on processes they started (etcd members, the
+// binary, a browser, another language's client) or on timers they must
+// wait out, not on the CPU, and whose floods wait their turn for
+// Exclusive. A TestMain calls it after flag.Parse and before m.Run.
+func RaiseParallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
+	}
 }
