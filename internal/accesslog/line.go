@@ -11,10 +11,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"petstore/internal/rawjson"
 	"strconv"
 	"sync"
 	"time"
+
+	"petstore/internal/rawjson"
 )
 
 // Line is the access log record of one request.

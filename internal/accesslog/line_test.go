@@ -7,10 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"petstore/internal/rawjson"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/rawjson"
 )
 
 // slogLine is what a logger of NewJSONLogger writes for l.

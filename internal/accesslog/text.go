@@ -3,8 +3,9 @@ package accesslog
 import (
 	"io"
 	"log/slog"
-	"petstore/internal/rawjson"
 	"unicode/utf8"
+
+	"petstore/internal/rawjson"
 )
 
 // Control and bidirectional characters from a client never reach a log line

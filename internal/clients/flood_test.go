@@ -8,12 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"petstore/internal/testkit"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // Floods of clients without a key, bounded in count and time, while real

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"petstore/internal/testkit"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // heldConns is how many HTTP/2 connections the memory benchmark holds.

@@ -12,11 +12,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"petstore/internal/filewatch"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/filewatch"
 )
 
 // Config is what a Client needs: where etcd is and who to be there.

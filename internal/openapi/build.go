@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"petstore/internal/rawjson"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/rawjson"
 )
 
 // staticJSON holds the parts of the document that the operations given to

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"petstore/internal/catalog"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/etcd"
 	"petstore/internal/textcut"

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"petstore/internal/catalog"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/etcd"
 	"petstore/internal/textcut"

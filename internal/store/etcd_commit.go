@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"petstore/internal/catalog"
 	"strconv"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/etcd"
 )

@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"petstore/internal/catalog"
 	"strconv"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/etcd"
 	"petstore/internal/textcut"

@@ -6,10 +6,11 @@ import (
 	"net"
 	"strings"
 
+	"time"
+
 	"petstore/internal/ascii"
 	"petstore/internal/etcd"
 	"petstore/internal/hostport"
-	"time"
 )
 
 // ErrCAFile: the file of CA certificates for an etcds:// cluster could not

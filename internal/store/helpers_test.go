@@ -6,11 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"petstore/internal/catalog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/testkit"
 )

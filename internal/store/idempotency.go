@@ -2,9 +2,10 @@ package store
 
 import (
 	"crypto/sha256"
-	"petstore/internal/catalog"
 	"sync"
 	"time"
+
+	"petstore/internal/catalog"
 )
 
 // requestFingerprint identifies a create by what it asks for once

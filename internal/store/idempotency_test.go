@@ -6,11 +6,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"path/filepath"
-	"petstore/internal/catalog"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/catalog"
 )
 
 // scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.

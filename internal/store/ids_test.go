@@ -6,8 +6,9 @@ import (
 	"maps"
 	"math"
 	"os"
-	"petstore/internal/catalog"
 	"testing"
+
+	"petstore/internal/catalog"
 )
 
 // When the last id is the largest int64, a create fails with

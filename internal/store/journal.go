@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"petstore/internal/catalog"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/catalog"
 
 	"petstore/internal/journal"
 )

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"petstore/internal/catalog"
 	"sync"
 	"time"
+
+	"petstore/internal/catalog"
 )
 
 // Memory keeps categories in memory only:

@@ -3,8 +3,9 @@ package store
 import (
 	"log/slog"
 	"math"
-	"petstore/internal/catalog"
 	"time"
+
+	"petstore/internal/catalog"
 )
 
 // Options are what every store is opened with; the zero value is usable.

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"petstore/internal/catalog"
-	"petstore/internal/journal"
 	"strconv"
 	"time"
+
+	"petstore/internal/catalog"
+	"petstore/internal/journal"
 
 	"petstore/internal/etcd"
 )

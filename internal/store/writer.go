@@ -1,9 +1,10 @@
 package store
 
 import (
-	"petstore/internal/catalog"
 	"runtime"
 	"sync"
+
+	"petstore/internal/catalog"
 )
 
 // groupWriter is group commit: one goroutine takes every create that is
