@@ -149,7 +149,7 @@ func containsAll(v any, parts ...string) bool {
 // than 16 characters is refused and the keys in force stay.
 func TestKeyFileWrittenInPlace(t *testing.T) {
 	t.Parallel()
-	const poll = 100 * time.Millisecond
+	const poll = 200 * time.Millisecond
 	file := filepath.Join(t.TempDir(), "keys")
 	key := "in-place-key-0-Vb7Nq2Wm"
 	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
