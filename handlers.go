@@ -52,7 +52,7 @@ func handleCategoryList(store Store) http.Handler {
 }
 
 var errBadIdempotencyKey = apiErrorf(codeInvalidParameter,
-	`Idempotency-Key must be 1 to %d printable ASCII characters, sent once, as a structured-field string ("…") or a token`, idemkey.MaxLen)
+	`Idempotency-Key must be sent once, as 1 to %d visible ASCII characters other than '"', ',' and ';' (a UUID, say), or as a structured-field string ("…") of 1 to %[1]d printable ASCII characters`, idemkey.MaxLen)
 
 // handleCategoryCreate handles "POST /v1/categories".
 // With an Idempotency-Key (docs/api.md, "Safe retries"), a retry of a

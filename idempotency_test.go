@@ -74,12 +74,24 @@ func testIdempotentCreate(t *testing.T, env *testEnv) {
 	if rec := keyedCreate(t, env, `"retry-3"`, `{"name":"hamster"}`); rec.Code != http.StatusCreated {
 		t.Fatalf("a key whose first create was a 409: got %d %s, want 201", rec.Code, rec.Body)
 	}
-	// A bad key is refused before the body is read.
-	for _, bad := range []string{`""`, `"unterminated`, `1abc`, `"` + strings.Repeat("k", 256) + `"`, "\"tab\there\""} {
-		mustError(t, keyedCreate(t, env, bad, `{"name":"never"}`), http.StatusBadRequest, codeInvalidParameter)
+	// A key as clients generate it (crypto.randomUUID(), uuid.uuid4())
+	// is taken bare, and is the same key as its quoted form.
+	const uuid = "8e03978e-40d5-43e8-bc93-6894a57f9324"
+	if rec := keyedCreate(t, env, uuid, `{"name":"ferret"}`); rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("a bare UUID key: got %d %s, want a new 201", rec.Code, rec.Body)
 	}
-	if n := len(env.mustList(t)); n != 4 {
-		t.Errorf("categories: got %d, want 4 (dog, cat, rabbit, hamster)", n)
+	if rec := keyedCreate(t, env, `"`+uuid+`"`, `{"name":"ferret"}`); rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the same UUID quoted: got %d %s, want the 201 replayed", rec.Code, rec.Body)
+	}
+	// A bad key is refused before the body is read, with what is allowed.
+	for _, bad := range []string{`""`, `"unterminated`, `a,b`, `a;b`, `two words`, strings.Repeat("k", 256), `"` + strings.Repeat("k", 256) + `"`, "\"tab\there\""} {
+		eb := mustError(t, keyedCreate(t, env, bad, `{"name":"never"}`), http.StatusBadRequest, codeInvalidParameter)
+		if !strings.Contains(eb.Message, "1 to 255 visible ASCII characters") || !strings.Contains(eb.Message, "UUID") {
+			t.Errorf("Idempotency-Key %q: message %q does not say what a key may be", bad, eb.Message)
+		}
+	}
+	if n := len(env.mustList(t)); n != 5 {
+		t.Errorf("categories: got %d, want 5 (dog, cat, rabbit, hamster, ferret)", n)
 	}
 }
 

@@ -34,6 +34,15 @@ func Range(lo, hi byte) Set {
 
 func (s *Set) add(c byte) { s[c>>6&1] |= 1 << (c & 63) }
 
+// Without returns the set less the characters of chars.
+func (s Set) Without(chars string) Set {
+	for i := 0; i < len(chars); i++ {
+		c := chars[i]
+		s[c>>6&1] &^= 1 << (c & 63)
+	}
+	return s
+}
+
 // Has reports whether c is in the set.
 func (s *Set) Has(c byte) bool { return c < 0x80 && s[c>>6&1]&(1<<(c&63)) != 0 }
 

@@ -1,9 +1,11 @@
 // Package idemkey reads the Idempotency-Key request header
 // (draft-ietf-httpapi-idempotency-key-header-07): one header field whose
-// value is a structured-field string (RFC 9651 section 3.3.3) or a bare
-// token (section 3.3.4), of 1 to MaxLen printable ASCII characters. Parse
-// is a pure function of the header's values; what a key is good for (the
-// safe retry of a create) is the store's business.
+// value is a structured-field string (RFC 9651 section 3.3.3) or, as
+// clients generate keys and send them, a bare value of visible ASCII
+// characters other than '"', ',' and ';' (a UUID, a ULID, a hex digest;
+// every structured-field token is one), of 1 to MaxLen characters either
+// way. Parse is a pure function of the header's values; what a key is good
+// for (the safe retry of a create) is the store's business.
 package idemkey
 
 import (
@@ -16,18 +18,19 @@ import (
 const MaxLen = 255
 
 var (
-	// tokenStart and tokenChars make a structured-field token: a letter
-	// or "*", then tchar, ":" or "/".
-	tokenStart = ascii.SetOf(ascii.Letters, "*")
-	tokenChars = ascii.SetOf(ascii.Letters, ascii.Digits, "!#$%&'*+-.^_`|~:/")
+	// bareChars are the characters of a key sent bare: visible ASCII but
+	// '"' (which begins a string), ',' and ';' (which would make the
+	// value a list or give it parameters).
+	bareChars = ascii.Range('!', '~').Without(`",;`)
 	// printable is space to "~": what a structured-field string holds.
 	printable = ascii.Range(' ', '~')
 )
 
 // Parse reads the values of the Idempotency-Key header: none gives "" and
-// true; one value that is a structured-field string or a token gives its
-// characters; anything else (two values, an empty key, one too long,
-// characters outside printable ASCII) gives false.
+// true; one value that is a structured-field string or a bare key gives its
+// characters; anything else (two values, an empty key, one too long, a
+// character outside visible ASCII in a bare key or outside printable ASCII
+// in a string) gives false.
 func Parse(values []string) (string, bool) {
 	switch len(values) {
 	case 0:
@@ -37,7 +40,7 @@ func Parse(values []string) (string, bool) {
 		return "", false // two keys: which one would be meant?
 	}
 	v := strings.Trim(values[0], " \t")
-	key, ok := v, isToken(v)
+	key, ok := v, bareChars.All(v)
 	if strings.HasPrefix(v, `"`) {
 		key, ok = parseString(v)
 	}
@@ -77,9 +80,4 @@ func parseString(v string) (string, bool) {
 		}
 	}
 	return "", false // no closing quote
-}
-
-// isToken reports whether v is a structured-field token.
-func isToken(v string) bool {
-	return v != "" && tokenStart.Has(v[0]) && tokenChars.All(v[1:])
 }

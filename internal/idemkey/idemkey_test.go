@@ -15,7 +15,15 @@ func TestParse(t *testing.T) {
 	}{
 		{nil, "", true},
 		{[]string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`}, "8e03978e-40d5-43e8-bc93-6894a57f9324", true},
-		{[]string{`8e03978e-40d5`}, "", false}, // a token starts with a letter or *
+		{[]string{`8e03978e-40d5-43e8-bc93-6894a57f9324`}, "8e03978e-40d5-43e8-bc93-6894a57f9324", true}, // crypto.randomUUID(), bare
+		{[]string{`01ARZ3NDEKTSV4RRFFQ69G5FAV`}, "01ARZ3NDEKTSV4RRFFQ69G5FAV", true},                     // a ULID
+		{[]string{`{a}[b]<c>=?@(d)\e`}, `{a}[b]<c>=?@(d)\e`, true},                                       // any visible ASCII but " , ;
+		{[]string{long}, long, true},
+		{[]string{long + "k"}, "", false},
+		{[]string{`a;b`}, "", false},
+		{[]string{`a"b`}, "", false},
+		{[]string{"café"}, "", false},
+		{[]string{"tab	here"}, "", false},
 		{[]string{`order-17:retry/2`}, "order-17:retry/2", true},
 		{[]string{`*star`}, "*star", true},
 		{[]string{` "padded" `}, "padded", true},
@@ -72,15 +80,12 @@ func FuzzParse(f *testing.F) {
 // written out as comparisons.
 func TestCharacterSets(t *testing.T) {
 	t.Parallel()
-	isAlpha := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
 	for _, tt := range []struct {
 		name string
 		has  func(c byte) bool
 		want func(c byte) bool
 	}{
-		{"token start", tokenStart.Has, func(c byte) bool { return isAlpha(c) || c == '*' }},
-		{"token", tokenChars.Has, func(c byte) bool { return isAlpha(c) || isDigit(c) || strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0 }},
+		{"bare", bareChars.Has, func(c byte) bool { return 0x21 <= c && c <= 0x7e && c != '"' && c != ',' && c != ';' }},
 		{"printable", printable.Has, func(c byte) bool { return 0x20 <= c && c <= 0x7e }},
 	} {
 		for c := 0; c < 256; c++ {
