@@ -84,6 +84,8 @@ type trackedConn struct {
 	// (see Requests).
 	reading, writing atomic.Int64
 	answered         atomic.Bool
+	http2            atomic.Bool // it speaks HTTP/2 (ALPN "h2"), known from its first request on
+	protocolKnown    atomic.Bool
 	lingering        atomic.Bool
 	stalled          atomic.Bool
 	requests         Requests
@@ -250,6 +252,12 @@ func (l *Limiter) ConnState(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateActive:
 		tc.idleSince.Store(0)
+		if !tc.protocolKnown.Load() {
+			if tlsConn, ok := c.(*tls.Conn); ok && tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+				tc.http2.Store(true)
+			}
+			tc.protocolKnown.Store(true)
+		}
 		// net/http reports Active once the request's headers are read
 		// (or it gave up on them): the connection is no longer pending.
 		if tc.pending.Load() {

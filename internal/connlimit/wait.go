@@ -102,12 +102,13 @@ func RequestsOf(ctx context.Context) *Requests {
 
 // waitingSince returns since when c, not idle, has waited on its client,
 // or 0: lingering; a handler waiting on the client; a write blocked by a
-// client that does not read; or, with no request being served though the
-// connection is active, a read under way (HTTP/2 streams the client keeps
-// open without reading their answers, a header block never finished),
-// counted from the end of the last request if that came later: net/http
-// reads ahead while a handler runs, and between a handler's end and its
-// answer's flush the connection waits on the server, not on its client.
+// client that does not read; or, on an HTTP/2 connection with no request
+// being served, a read under way (streams the client keeps open without
+// reading their answers, a header block never finished), counted from the
+// end of the last request if that came later. On an HTTP/1.1 connection an
+// active one without a request being served is one the server is busy
+// with: net/http reads ahead from before a handler starts until its answer
+// is flushed, and a server short of CPU may take seconds over either step.
 func (c *trackedConn) waitingSince() int64 {
 	if c.lingering.Load() {
 		return c.reading.Load()
@@ -116,7 +117,7 @@ func (c *trackedConn) waitingSince() int64 {
 	if w := c.writing.Load(); w != 0 && (since == 0 || w < since) {
 		since = w
 	}
-	if since == 0 && c.idleSince.Load() == 0 && c.requests.serving.Load() == 0 {
+	if since == 0 && c.http2.Load() && c.idleSince.Load() == 0 && c.requests.serving.Load() == 0 {
 		if since = c.reading.Load(); since != 0 {
 			since = max(since, c.requests.ended.Load())
 		}
