@@ -342,6 +342,14 @@ func TestEtcdQuorumLoss(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // polling a condition, bounded
 		}
 	}
+	// The liveness probe stays 200 meanwhile, and reads go on: a probe
+	// that restarts the process must not restart it for etcd's outage.
+	if status, body, _ := getVia(t, client, base, "/livez", ""); status != http.StatusOK || string(body) != `{"status":"ok"}` {
+		t.Errorf("/livez without a cluster: %d %s, want 200 {\"status\":\"ok\"}", status, body)
+	}
+	if list, _, status := listVia(t, client, base, e2eKey); status != http.StatusOK || len(list) != 3 {
+		t.Errorf("list without a cluster, once /readyz says 503: status %d, %d categories; want 200, 3", status, len(list))
+	}
 
 	for _, m := range cluster.Members() {
 		m.Start(t)
@@ -361,7 +369,7 @@ func TestEtcdQuorumLoss(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition, bounded
 	}
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for _, path := range []string{"/healthz", "/readyz", "/livez"} {
 		if status, body, _ := getVia(t, client, base, path, ""); status != http.StatusOK {
 			t.Errorf("%s after the outage: %d %s", path, status, body)
 		}

@@ -127,9 +127,19 @@ func handleNotImplemented(operation string) http.Handler {
 	})
 }
 
-// handleHealth handles "GET /healthz". It fails while the store cannot take
-// creates (a journal that failed), so that a supervisor restarts the
-// service or a load balancer takes it out.
+// handleLive handles "GET /livez", the liveness probe: 200 while the
+// process serves requests, whatever its store's state (docs/operations.md,
+// "Readiness and draining"). A probe that restarts the process must not
+// restart every instance of a cluster when etcd loses its quorum.
+func handleLive() http.Handler {
+	ok := []byte(`{"status":"ok"}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, ok)
+	})
+}
+
+// handleHealth handles "GET /healthz", for monitoring: it fails while the
+// store cannot take creates (a journal that failed, etcd without quorum).
 func handleHealth(store Store) http.Handler {
 	ok := []byte(`{"status":"ok"}`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

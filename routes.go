@@ -64,6 +64,7 @@ func routes(d deps, doc, doc30 []byte, page *docsPage) []route {
 		{method: "GET", path: "/v1/openapi.json", operationID: "getOpenAPI", handler: handleDocument(doc), public: true},
 		{method: "GET", path: "/v1/openapi-3.0.json", operationID: "getOpenAPI30", handler: handleDocument(doc30), public: true},
 		{method: "GET", path: "/docs", operationID: "getDocs", handler: handleDocsPage(page), public: true},
+		{method: "GET", path: "/livez", operationID: "getLive", handler: handleLive(), public: true},
 		{method: "GET", path: "/healthz", operationID: "getHealth", handler: handleHealth(d.store), public: true},
 		{method: "GET", path: "/readyz", operationID: "getReady", handler: handleReady(d.store, d.ready), public: true},
 		{method: "GET", path: "/metrics", operationID: "getMetrics", handler: handleMetrics(d.metrics), scope: apikey.Metrics},

@@ -79,3 +79,24 @@ func (s failingStore) Create(context.Context, catalog.NewCategory) (store.Create
 }
 
 func (s failingStore) Health() error { return s.err }
+
+// /livez answers 200 whatever the store's state, where /healthz and
+// /readyz say 503: a liveness probe restarts only a process that has
+// stopped serving.
+func TestLivezWhateverTheStore(t *testing.T) {
+	t.Parallel()
+	down := fmt.Errorf("%w: the journal takes no more creates after a failed write", catalog.ErrUnavailable)
+	env := newTestEnv(t, withStore(failingStore{Store: store.NewMemory(store.Options{}), err: down}))
+	for _, method := range []string{"GET", "HEAD"} {
+		rec := env.do(t, request{method: method, path: "/livez"})
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s /livez with a failed store: %d %q, want 200 application/json", method, rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if method == "GET" && rec.Body.String() != `{"status":"ok"}` {
+			t.Errorf("GET /livez: body %s, want {\"status\":\"ok\"}", rec.Body)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		mustError(t, env.do(t, request{method: "GET", path: path}), http.StatusServiceUnavailable, codeUnavailable)
+	}
+}
