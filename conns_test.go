@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"petstore/internal/testkit"
 )
 
 // waitClosed reports whether the server closed client's connection within d.
@@ -172,7 +170,6 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the server's resident memory from /proc")
 	}
-	testkit.Exclusive(t, "flood") // its keyed request's bound needs the CPUs
 	const (
 		clients  = 3000 // without the bound they would hold 0.5–0.9 GB
 		rssBound = 512 << 20

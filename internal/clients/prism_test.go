@@ -21,7 +21,7 @@ const prismVersion = "@stoplight/prism-cli@5.16.0"
 // the direct clients' repeats: Prism spends some 90 ms of a CPU on each
 // request, and the resets it would turn into 500s are the same ones the
 // direct clients, Node's http among them, try repeats times.
-const prismRepeats = 4
+const prismRepeats = 2
 
 // Through Prism as a validating proxy (Node's http client forwarding), the
 // answers petstore gives before reading a body reach the client as
