@@ -3,11 +3,9 @@ package main
 import (
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/store"
+	"petstore/internal/testkit"
 )
 
 // These helpers run the real petstore binary, for tests that need what only
@@ -25,47 +24,13 @@ import (
 // binKey is the API key of the binaries tests start. Tests never print it.
 const binKey = "bin-Secret-Tz8Wq3Rn6Yk1"
 
-var testBinary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+// testBinary is the binary the tests build on first use; TestMain removes it.
+var testBinary testkit.Binary
 
 // petstoreBinary builds the binary on first use and returns its path.
-// TestMain removes it after the run.
 func petstoreBinary(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	testBinary.once.Do(func() {
-		testBinary.dir, testBinary.err = os.MkdirTemp("", "petstore-test-bin-")
-		if testBinary.err != nil {
-			return
-		}
-		testBinary.path = filepath.Join(testBinary.dir, "petstore")
-		// Built as `make image` builds it (static, -trimpath), so the tests
-		// run the binary the image ships and the image's build finds every
-		// package compiled.
-		cmd := exec.Command("go", "build", "-trimpath", "-o", testBinary.path, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			testBinary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if testBinary.err != nil {
-		t.Fatal(testBinary.err)
-	}
-	return testBinary.path
-}
-
-// removeTestBinary is called by TestMain once every test has run.
-func removeTestBinary() {
-	if testBinary.dir != "" {
-		os.RemoveAll(testBinary.dir)
-	}
+	return testBinary.Path(t)
 }
 
 // binaryProcess is one petstore process a test started.

@@ -18,6 +18,8 @@ import (
 	"petstore/internal/apikey"
 	"petstore/internal/journal"
 	"petstore/internal/store"
+	"petstore/internal/store/storetest"
+	"petstore/internal/testkit"
 )
 
 // scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.
@@ -99,11 +101,12 @@ func testIdempotentCreate(t *testing.T, env *testEnv) {
 // use: 409 with Retry-After, and nothing is created twice.
 func TestIdempotencyKeyInUse(t *testing.T) {
 	t.Parallel()
-	s := openHeldStore(t, filepath.Join(t.TempDir(), "cats.jsonl"))
+	hold := storetest.NewHold(t)
+	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *store.Options) { o.OnBatch = hold.OnBatch })
 	env := newTestEnv(t, withStore(s))
 	answered := make(chan *httptest.ResponseRecorder, 1)
 	go func() { answered <- keyedCreate(t, env, `"held"`, `{"name":"dog"}`) }()
-	if n := nextBatch(t, s.batches); n != 1 {
+	if n := hold.NextBatch(t); n != 1 {
 		t.Fatalf("first batch: %d creates, want 1", n)
 	}
 	rec := keyedCreate(t, env, `"held"`, `{"name":"dog"}`)
@@ -111,7 +114,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	if got := rec.Header().Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After: got %q, want 1", got)
 	}
-	s.release()
+	hold.Release()
 	if first := <-answered; first.Code != http.StatusCreated {
 		t.Fatalf("the held create: got %d %s", first.Code, first.Body)
 	}
@@ -162,16 +165,16 @@ func TestIdempotencyKeyConcurrent(t *testing.T) {
 // clock), in memory and on replay of the journal.
 func TestIdempotencyKeysExpire(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
+	clock := testkit.NewClock()
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
-	withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.now, time.Hour }
+	withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.Now, time.Hour }
 	s := openTestStore(t, path, withClock)
 	env := newTestEnv(t, withStore(s))
 	for _, k := range []string{"early", "late"} {
 		if rec := keyedCreate(t, env, k, `{"name":"`+k+`"}`); rec.Code != http.StatusCreated {
 			t.Fatalf("create %s: got %d", k, rec.Code)
 		}
-		clock.advance(30 * time.Minute)
+		clock.Advance(30 * time.Minute)
 	}
 	// 60 min after "early", 30 after "late".
 	if rec := keyedCreate(t, env, "early", `{"name":"other"}`); rec.Code != http.StatusCreated {
@@ -201,10 +204,10 @@ func TestIdempotencyKeyLivesTheTTL(t *testing.T) {
 	for _, ttl := range []time.Duration{time.Hour, 500 * time.Millisecond} {
 		t.Run(ttl.String(), func(t *testing.T) {
 			t.Parallel()
-			clock := newTestClock()
-			clock.advance(700 * time.Millisecond)
+			clock := testkit.NewClock()
+			clock.Advance(700 * time.Millisecond)
 			path := filepath.Join(t.TempDir(), "cats.jsonl")
-			withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.now, ttl }
+			withClock := func(o *store.Options) { o.Now, o.IdempotencyTTL = clock.Now, ttl }
 			env := newTestEnv(t, withStore(openTestStore(t, path, withClock)))
 			if rec := keyedCreate(t, env, "k", `{"name":"dog"}`); rec.Code != http.StatusCreated {
 				t.Fatalf("create: got %d %s", rec.Code, rec.Body)
@@ -216,12 +219,12 @@ func TestIdempotencyKeyLivesTheTTL(t *testing.T) {
 					t.Errorf("retry %s: got %d, replayed %v; want replayed %v", when, rec.Code, replayed, wantReplay)
 				}
 			}
-			clock.advance(ttl - time.Nanosecond)
+			clock.Advance(ttl - time.Nanosecond)
 			retry(env, "just before the TTL", true)
 			env.store.Close()
 			env = newTestEnv(t, withStore(openTestStore(t, path, withClock)))
 			retry(env, "just before the TTL, after a restart", true)
-			clock.advance(300*time.Millisecond + time.Nanosecond) // the TTL after the next whole second
+			clock.Advance(300*time.Millisecond + time.Nanosecond) // the TTL after the next whole second
 			env.store.Close()
 			env = newTestEnv(t, withStore(openTestStore(t, path, withClock)))
 			// The key expired: the retry makes a create, refused as a

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	testkit.RaiseParallel(4)
 	code := m.Run()
-	removeTestBinary()
+	testBinary.Remove()
 	if code == 0 {
 		missing, checked, err := undocumentedStatuses()
 		switch {

@@ -20,6 +20,7 @@ import (
 	"petstore/internal/openapi"
 	"petstore/internal/ratelimit"
 	"petstore/internal/store"
+	"petstore/internal/testkit"
 )
 
 // withRateLimit limits requests per key with b.
@@ -118,9 +119,9 @@ func trafficOfEveryStatus(t *testing.T, env *testEnv) map[string]int {
 // newMetricsEnv is a service with a panic route, a sunset past and a limit
 // a test can spend: every status can be reached through it.
 func newMetricsEnv(t *testing.T) *testEnv {
-	clock := newTestClock()
+	clock := testkit.NewClock()
 	panicking := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("metrics test") })
-	return newTestEnv(t, withNow(afterPetsSunset), withRateLimit(testRateLimit(t, "1000/s", clock.now)),
+	return newTestEnv(t, withNow(afterPetsSunset), withRateLimit(testRateLimit(t, "1000/s", clock.Now)),
 		withRoute(route{method: "GET", path: "/v1/test-panic", operationID: "testPanic", handler: panicking, scope: apikey.Read}))
 }
 

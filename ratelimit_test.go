@@ -2,24 +2,12 @@ package main
 
 import (
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"petstore/internal/ratelimit"
+	"petstore/internal/testkit"
 )
-
-// testClock is a clock a test moves by hand.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // testRateLimit returns the buckets of the budget spec on the clock now.
 func testRateLimit(t testing.TB, spec string, now func() time.Time) *ratelimit.Buckets {
@@ -36,8 +24,8 @@ func testRateLimit(t testing.TB, spec string, now func() time.Time) *ratelimit.B
 // affected, and the budget refills on time (an injected clock, no sleeps).
 func TestRateLimitThroughTheMux(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	env := newTestEnv(t, withRateLimit(testRateLimit(t, "2/s,burst=3", clock.now)))
+	clock := testkit.NewClock()
+	env := newTestEnv(t, withRateLimit(testRateLimit(t, "2/s,burst=3", clock.Now)))
 	one := map[string]string{"Authorization": "Bearer " + testKey}
 	two := map[string]string{"Authorization": "Bearer " + testKey2}
 	for i, want := range []string{`"default";r=2;t=1`, `"default";r=1;t=1`, `"default";r=0;t=2`} {
@@ -76,9 +64,9 @@ func TestRateLimitThroughTheMux(t *testing.T) {
 		t.Errorf("/healthz carries RateLimit")
 	}
 	// Half a second later one token is back, and only one.
-	clock.advance(499 * time.Millisecond)
+	clock.Advance(499 * time.Millisecond)
 	mustError(t, env.do(t, request{method: "GET", path: "/v1/categories", header: one}), http.StatusTooManyRequests, codeRateLimited)
-	clock.advance(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	if rec := env.do(t, request{method: "GET", path: "/v1/categories", header: one}); rec.Code != http.StatusOK {
 		t.Errorf("after the refill time of one token: got %d, want 200", rec.Code)
 	}

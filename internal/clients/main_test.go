@@ -11,15 +11,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,44 +30,24 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	testkit.RaiseParallel(8)
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	built.Remove()
 	os.Exit(code)
 }
 
 // built is the binary the tests build on first use.
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+var built testkit.Binary
 
 // petstoreBinary returns the petstore binary to test: PETSTORE_TEST_BINARY, or one
 // built from this tree.
 func petstoreBinary(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	if bin := os.Getenv("PETSTORE_TEST_BINARY"); bin != "" {
+		if testing.Short() {
+			t.Skip("runs the binary")
+		}
 		return bin
 	}
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "petstore-clients-"); built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "petstore")
-		out, err := exec.Command("go", "build", "-o", built.path, "petstore").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
+	return built.Path(t)
 }
 
 // need returns the path of tool, or skips the test (fails it when

@@ -4,22 +4,11 @@ import (
 	"crypto/sha256"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
-
-// testClock is a clock a test moves by hand.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func TestParseRateLimit(t *testing.T) {
 	t.Parallel()
@@ -48,8 +37,8 @@ func TestParseRateLimit(t *testing.T) {
 // refills at the rate, and other keys have their own.
 func TestLimiterTokenBucket(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	l := New(Budget{quota: 2, window: time.Second, burst: 3}, clock.now)
+	clock := testkit.NewClock()
+	l := New(Budget{quota: 2, window: time.Second, burst: 3}, clock.Now)
 	a, b := [32]byte(sha256.Sum256([]byte("a"))), [32]byte(sha256.Sum256([]byte("b")))
 	for i, want := range []int{2, 1, 0} {
 		v := l.Take(a)
@@ -64,15 +53,15 @@ func TestLimiterTokenBucket(t *testing.T) {
 	if v := l.Take(b); !v.Allowed || v.remaining != 2 {
 		t.Fatalf("another key: got %+v, want allowed with 2 left", v)
 	}
-	clock.advance(499 * time.Millisecond)
+	clock.Advance(499 * time.Millisecond)
 	if v := l.Take(a); v.Allowed {
 		t.Fatalf("1 ms before the next token: allowed")
 	}
-	clock.advance(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	if v := l.Take(a); !v.Allowed || v.remaining != 0 {
 		t.Fatalf("at the next token: got %+v, want allowed with 0 left", v)
 	}
-	clock.advance(10 * time.Second)
+	clock.Advance(10 * time.Second)
 	if v := l.Take(a); !v.Allowed || v.remaining != 2 {
 		t.Fatalf("after a long pause: got %+v, want the burst back (2 left after this one)", v)
 	}
@@ -82,8 +71,8 @@ func TestLimiterTokenBucket(t *testing.T) {
 // the active keys; a dropped key starts again from a full bucket.
 func TestLimiterSweepDropsFullBuckets(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	l := New(Budget{quota: 10, window: time.Second, burst: 10}, clock.now)
+	clock := testkit.NewClock()
+	l := New(Budget{quota: 10, window: time.Second, burst: 10}, clock.Now)
 	for i := range 1000 {
 		l.Take([32]byte(sha256.Sum256([]byte{byte(i), byte(i >> 8)})))
 	}
@@ -94,11 +83,11 @@ func TestLimiterSweepDropsFullBuckets(t *testing.T) {
 	if left := l.sweep(); left != 1001 {
 		t.Fatalf("sweep at once: %d buckets left, want 1001 (none full yet)", left)
 	}
-	clock.advance(l.perToken / 2) // one token spent: half of it back
+	clock.Advance(l.perToken / 2) // one token spent: half of it back
 	if left := l.sweep(); left != 1001 {
 		t.Fatalf("sweep before any bucket refilled: %d left, want 1001", left)
 	}
-	clock.advance(l.refillTime())
+	clock.Advance(l.refillTime())
 	l.Take(active)
 	if left := l.sweep(); left != 1 {
 		t.Fatalf("sweep after the refill time: %d left, want only the active key's", left)
@@ -110,8 +99,8 @@ func TestLimiterSweepDropsFullBuckets(t *testing.T) {
 
 func TestLimiterHeaders(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	l := New(Budget{quota: 60, window: time.Minute, burst: 2}, clock.now)
+	clock := testkit.NewClock()
+	l := New(Budget{quota: 60, window: time.Minute, burst: 2}, clock.Now)
 	key := [32]byte(sha256.Sum256([]byte("k")))
 	h := map[string][]string{}
 	l.Headers(h, l.Take(key))

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"petstore/internal/catalog"
+	"petstore/internal/testkit"
 )
 
 // scopeOf is the scope of the Idempotency-Keys sent with API key apiKey.
@@ -26,17 +26,6 @@ func keyedCreate(s creator, key, name string) (Created, error) {
 	return s.Create(context.Background(), catalog.NewCategory{Name: name, Key: catalog.NewIdempotencyKey(testScope, key)})
 }
 
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // liveHeap returns the bytes of live heap objects after a full collection.
 func liveHeap() uint64 {
 	runtime.GC()
@@ -47,8 +36,8 @@ func liveHeap() uint64 {
 
 func TestIdempotencyTable(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
+	clock := testkit.NewClock()
+	tab := newIdempotencyTable(time.Hour, clock.Now)
 	k := *catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("first claim: got %v, want new", got)
@@ -60,7 +49,7 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("claim after a release: got %v, want new (a failed create stores nothing)", got)
 	}
-	tab.done(&k, 7, clock.now())
+	tab.done(&k, 7, clock.Now())
 	if got, id := tab.claim(&k); got != claimDone || id != 7 {
 		t.Fatalf("a key done: got %v %d, want done, category 7", got, id)
 	}
@@ -68,11 +57,11 @@ func TestIdempotencyTable(t *testing.T) {
 	if got, _ := tab.claim(otherScope); got != claimNew {
 		t.Fatalf("same key from another API key: got %v, want new", got)
 	}
-	clock.advance(time.Hour - time.Nanosecond)
+	clock.Advance(time.Hour - time.Nanosecond)
 	if got, _ := tab.claim(&k); got != claimDone {
 		t.Fatalf("just before expiry: got %v, want done", got)
 	}
-	clock.advance(time.Nanosecond)
+	clock.Advance(time.Nanosecond)
 	if got, _ := tab.claim(&k); got != claimNew {
 		t.Fatalf("after expiry: got %v, want new", got)
 	}
@@ -82,14 +71,14 @@ func TestIdempotencyTable(t *testing.T) {
 		t.Fatalf("keys after expiry: %d, want 2", n)
 	}
 	old := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")
-	tab.load(old.ID, 3, clock.now().Add(-2*time.Hour))
+	tab.load(old.ID, 3, clock.Now().Add(-2*time.Hour))
 	if got, _ := tab.claim(catalog.NewIdempotencyKey(scopeOf("cccc2222"), "old")); got != claimNew {
 		t.Fatalf("a key loaded already expired: got %v, want new", got)
 	}
 	// A key made more than a TTL ahead of the clock is a damaged time
 	// (in the year 3000, its expiry in Unix nanoseconds would overflow):
 	// not loaded, rather than kept for ever or taken for one in flight.
-	for _, created := range []time.Time{clock.now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+	for _, created := range []time.Time{clock.Now().Add(time.Hour + time.Second), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		future := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "future "+created.String())
 		tab.load(future.ID, 4, created)
 		if got, _ := tab.claim(future); got != claimNew {
@@ -97,7 +86,7 @@ func TestIdempotencyTable(t *testing.T) {
 		}
 	}
 	soon := catalog.NewIdempotencyKey(scopeOf("cccc2222"), "soon")
-	tab.load(soon.ID, 5, clock.now().Add(time.Minute)) // a clock set back a little
+	tab.load(soon.ID, 5, clock.Now().Add(time.Minute)) // a clock set back a little
 	if got, id := tab.claim(soon); got != claimDone || id != 5 {
 		t.Errorf("a key loaded from a minute ahead: got %v %d, want done, category 5", got, id)
 	}
@@ -106,18 +95,18 @@ func TestIdempotencyTable(t *testing.T) {
 // A shard's expiry queue gives back its room once most of it has expired.
 func TestIdempotencyShardCompacts(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
+	clock := testkit.NewClock()
+	tab := newIdempotencyTable(time.Hour, clock.Now)
 	var id catalog.KeyID // all in the shard of id[0] == 0
 	for i := range 3000 {
 		id[1], id[2] = byte(i), byte(i>>8)
-		tab.load(id, int64(i+1), clock.now())
+		tab.load(id, int64(i+1), clock.Now())
 		if i == 1999 {
-			clock.advance(time.Minute) // the last 1000 expire a minute later
+			clock.Advance(time.Minute) // the last 1000 expire a minute later
 		}
 	}
 	sh := tab.shard(id)
-	clock.advance(time.Hour - 30*time.Second) // between the two expiries
+	clock.Advance(time.Hour - 30*time.Second) // between the two expiries
 	id[1], id[2] = 0xff, 0xff
 	if got, _ := tab.claim(&catalog.IdempotencyKey{ID: id}); got != claimNew {
 		t.Fatalf("claim: got %v, want new", got)
@@ -135,15 +124,15 @@ func TestIdempotencyShardCompacts(t *testing.T) {
 // claims sweep every shard in turn.
 func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	tab := newIdempotencyTable(time.Hour, clock.now)
+	clock := testkit.NewClock()
+	tab := newIdempotencyTable(time.Hour, clock.Now)
 	var id catalog.KeyID
 	id[0] = 5
 	for i := range 100 {
 		id[1] = byte(i)
-		tab.load(id, int64(i+1), clock.now())
+		tab.load(id, int64(i+1), clock.Now())
 	}
-	clock.advance(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	id[0] = 0 // every claim on shard 0
 	claims := keyShards * sweepEvery
 	for i := range claims {
@@ -161,22 +150,22 @@ func TestIdempotencyKeysLeaveOtherShards(t *testing.T) {
 // journal is replayed (the HTTP side of expiry is tested in package main).
 func TestIdempotencyKeysExpireOnReplay(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
+	clock := testkit.NewClock()
 	path := filepath.Join(t.TempDir(), "cats.jsonl")
-	withClock := func(o *Options) { o.Now, o.IdempotencyTTL = clock.now, time.Hour }
+	withClock := func(o *Options) { o.Now, o.IdempotencyTTL = clock.Now, time.Hour }
 	s := openTestStore(t, path, withClock)
 	for _, k := range []string{"early", "late"} {
 		if _, err := keyedCreate(s, k, k); err != nil {
 			t.Fatalf("create %s: %v", k, err)
 		}
-		clock.advance(30 * time.Minute)
+		clock.Advance(30 * time.Minute)
 	}
 	s.Close()
 	s2 := openTestStore(t, path, withClock)
 	if n, _ := s2.keys.size(); n != 1 {
 		t.Errorf("keys loaded 30 and 60 minutes after their creates: %d, want 1 (late)", n)
 	}
-	clock.advance(time.Hour)
+	clock.Advance(time.Hour)
 	s2.Close()
 	s3 := openTestStore(t, path, withClock)
 	if n, _ := s3.keys.size(); n != 0 {
@@ -189,18 +178,18 @@ func TestIdempotencyKeysExpireOnReplay(t *testing.T) {
 // own shard, so creates whose keys fall on every shard reach them all.
 func TestIdempotencyKeysLeaveMemory(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	s := NewMemory(Options{Now: clock.now, IdempotencyTTL: time.Hour})
+	clock := testkit.NewClock()
+	s := NewMemory(Options{Now: clock.Now, IdempotencyTTL: time.Hour})
 	for i := range 3000 {
 		if _, err := keyedCreate(s, fmt.Sprintf("k%d", i), fmt.Sprintf("n%d", i)); err != nil {
 			t.Fatalf("create %d: %v", i, err)
 		}
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 	}
 	if n, queued := s.keyed.keys.size(); n != 3000 || queued != 3000 {
 		t.Fatalf("keys within the TTL: %d (expiry queue %d), want 3000", n, queued)
 	}
-	clock.advance(time.Hour)
+	clock.Advance(time.Hour)
 	scope := testScope
 	late := 0
 	for hit := map[*keyShard]bool{}; len(hit) < keyShards; late++ {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"petstore/internal/catalog"
+	"petstore/internal/store/storetest"
 )
 
 // When the last id is the largest int64, a create fails with
@@ -47,7 +48,8 @@ func TestJournalIDsRunOut(t *testing.T) {
 func TestJournalIDsRunOutInABatch(t *testing.T) {
 	t.Parallel()
 	path := writeJournal(t, `{"id":9223372036854775805,"name":"old"}`)
-	s := openHeldStore(t, path)
+	hold := storetest.NewHold(t)
+	s := openTestStore(t, path, func(o *Options) { o.OnBatch = hold.OnBatch })
 	type answer struct {
 		id  int64
 		err error
@@ -60,14 +62,14 @@ func TestJournalIDsRunOutInABatch(t *testing.T) {
 		}()
 	}
 	create("first")
-	if n := nextBatch(t, s.batches); n != 1 {
+	if n := hold.NextBatch(t); n != 1 {
 		t.Fatalf("first batch: got %d creates, want 1", n)
 	}
 	create("second")
 	create("third")
 	waitFor(t, "the other creates to queue", func() bool { return len(s.w.queue) == 2 })
-	s.release()
-	if n := nextBatch(t, s.batches); n != 2 {
+	hold.Release()
+	if n := hold.NextBatch(t); n != 2 {
 		t.Fatalf("second batch: got %d creates, want 2", n)
 	}
 

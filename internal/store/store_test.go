@@ -15,6 +15,7 @@ import (
 
 	"petstore/internal/catalog"
 	"petstore/internal/journal"
+	"petstore/internal/store/storetest"
 )
 
 func TestJournalReopenFindsEverythingAndIDsContinue(t *testing.T) {
@@ -195,7 +196,9 @@ func TestJournalFailedWriteLeavesStoreConsistent(t *testing.T) {
 func TestJournalGroupCommit(t *testing.T) {
 	const clients = 64
 	var commits atomic.Int64
-	s := openHeldStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *Options) {
+	hold := storetest.NewHold(t)
+	s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *Options) {
+		o.OnBatch = hold.OnBatch
 		o.OnCommit = func(int, time.Duration) { commits.Add(1) }
 	})
 
@@ -210,15 +213,15 @@ func TestJournalGroupCommit(t *testing.T) {
 		}()
 	}
 	create(0)
-	if n := nextBatch(t, s.batches); n != 1 {
+	if n := hold.NextBatch(t); n != 1 {
 		t.Fatalf("first batch: got %d creates, want 1", n)
 	}
 	for i := 1; i < clients; i++ {
 		create(i)
 	}
 	waitFor(t, "the other creates to queue", func() bool { return len(s.w.queue) == clients-1 })
-	s.release()
-	if n := nextBatch(t, s.batches); n != clients-1 {
+	hold.Release()
+	if n := hold.NextBatch(t); n != clients-1 {
 		t.Errorf("second batch: got %d creates, want %d", n, clients-1)
 	}
 	wg.Wait()
