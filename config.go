@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -50,6 +52,42 @@ the categories live in an etcd cluster, shared by any number of petstores:`
 // a CPU busy looking at files.
 const minFilePoll = 10 * time.Millisecond
 
+// warnUnknownVars logs a warning for each PETSTORE_ variable of environ
+// that petstore does not read, with the name it is likely a misspelling
+// of, and returns their names; never a value. Kubernetes' service links of
+// a Service named petstore or petstore-… are not petstore's to read and
+// are passed over.
+func warnUnknownVars(environ []string, log *slog.Logger) []string {
+	var names []string
+	for _, u := range envconf.Unknowns(environ, "PETSTORE_", configVars, isServiceLink) {
+		names = append(names, u.Name)
+		msg := u.Name + " is not a variable petstore reads; it is ignored"
+		if u.Nearest != "" {
+			msg += ". Did you mean " + u.Nearest + "?"
+		}
+		log.Warn(msg, "variable", u.Name, "nearest", u.Nearest)
+	}
+	return names
+}
+
+// serviceLink matches the variables Kubernetes puts in every container for
+// each Service of its namespace: for a Service petstore, PETSTORE_SERVICE_HOST,
+// PETSTORE_SERVICE_PORT, PETSTORE_SERVICE_PORT_HTTP, PETSTORE_PORT and
+// PETSTORE_PORT_8080_TCP with its _PROTO, _PORT and _ADDR; the same for a
+// Service petstore-etcd with PETSTORE_ETCD_ in front.
+var serviceLink = regexp.MustCompile(`^PETSTORE(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
+
+func isServiceLink(name string) bool { return serviceLink.MatchString(name) }
+
+// unknownVarsAttr is the listening line's list of unknown variables, or
+// nothing when there are none.
+func unknownVarsAttr(names []string) slog.Attr {
+	if len(names) == 0 {
+		return slog.Attr{}
+	}
+	return slog.Any("unknown_variables", names)
+}
+
 // newEnv reads configVars through getenv.
 func newEnv(getenv func(string) string) *envconf.Reader { return envconf.NewReader(getenv, configVars) }
 
@@ -73,6 +111,7 @@ type config struct {
 	grace        time.Duration    // PETSTORE_SHUTDOWN_GRACE: then, for the requests in flight
 	filePoll     time.Duration    // PETSTORE_FILE_POLL: how often the key file and TLS pair are looked at, and how long a change must stay put
 	tls          *tlsreload.Files // the TLS certificate and key; nil: plain HTTP
+	unknownVars  []string         // PETSTORE_ variables of the environment petstore does not read
 }
 
 // loadConfig reads the configuration through getenv. Every error names the

@@ -73,7 +73,7 @@ func TestEtcdStartTimeout(t *testing.T) {
 	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": e2eKey,
 		"PETSTORE_DATA": "etcd://" + addr + "/p", "PETSTORE_ETCD_START_TIMEOUT": "300ms"}
 	start := time.Now()
-	err = run(t.Context(), []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	err = run(t.Context(), []string{"petstore"}, environOf(env), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "PETSTORE_ETCD_START_TIMEOUT") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("got %v, want one line naming %s and PETSTORE_ETCD_START_TIMEOUT", err, addr)
 	}
@@ -93,7 +93,7 @@ func TestEtcdCAFileNamed(t *testing.T) {
 	for _, file := range []string{notPEM, notPEM + ".missing"} {
 		env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": e2eKey,
 			"PETSTORE_DATA": "etcds://127.0.0.1:1/p", "PETSTORE_ETCD_CA_FILE": file}
-		err := run(t.Context(), []string{"petstore"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+		err := run(t.Context(), []string{"petstore"}, environOf(env), io.Discard, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), "PETSTORE_ETCD_CA_FILE: ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: got %v, want one line naming PETSTORE_ETCD_CA_FILE", file, err)
 		}

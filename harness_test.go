@@ -111,9 +111,18 @@ func startRunning(env map[string]string, args []string, lim limits) *service {
 	svc := &service{stderr: newLogCapture(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(svc.done)
-		svc.err = runWithLimits(ctx, args, func(name string) string { return env[name] }, io.Discard, svc.stderr, lim)
+		svc.err = runWithLimits(ctx, args, environOf(env), io.Discard, svc.stderr, lim)
 	}()
 	return svc
+}
+
+// environOf is env as os.Environ would give it.
+func environOf(env map[string]string) []string {
+	var environ []string
+	for name, value := range env {
+		environ = append(environ, name+"="+value)
+	}
+	return environ
 }
 
 // startRun calls run with env in a goroutine, waits for its listening line
@@ -449,7 +458,7 @@ func runCommand(t *testing.T, env map[string]string, args ...string) (string, st
 	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(t.Context(), append([]string{"petstore"}, args...), func(k string) string { return env[k] }, &stdout, &stderr)
+		done <- run(t.Context(), append([]string{"petstore"}, args...), environOf(env), &stdout, &stderr)
 	}()
 	select {
 	case err := <-done:

@@ -45,7 +45,7 @@ func main() {
 		sig := <-signals
 		stop(&stopSignal{sig: sig, later: signals})
 	}()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args, os.Environ(), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
 		os.Exit(1)
 	}
@@ -124,15 +124,17 @@ func writeUsage(w io.Writer) error {
 
 // run starts the service and serves until ctx is done, then shuts down
 // gracefully; or, given a flag, runs that one command (see writeUsage). It reads
-// configuration only through getenv.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return runWithLimits(ctx, args, getenv, stdout, stderr, defaultLimits)
+// configuration only from environ (NAME=value entries, as os.Environ gives
+// them).
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
+	return runWithLimits(ctx, args, environ, stdout, stderr, defaultLimits)
 }
 
 // runWithLimits is run with the server's timeouts and bounds given.
-func runWithLimits(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, lim limits) error {
+func runWithLimits(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer, lim limits) error {
+	getenv := envconf.Getenv(environ)
 	if len(args) > 1 {
-		return runTool(args[1:], getenv, stdout, stderr)
+		return runTool(args[1:], environ, stdout, stderr)
 	}
 	// SIGHUP reloads the key file; without one it is only logged, never
 	// the end of the process that it is by default. It is caught from the
@@ -140,10 +142,14 @@ func runWithLimits(ctx context.Context, args []string, getenv func(string) strin
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// Named before the configuration is read: a misspelt name may be why
+	// it is refused.
+	unknownVars := warnUnknownVars(environ, accesslog.NewJSONLogger(stderr))
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
 	}
+	cfg.unknownVars = unknownVars
 	sink := logsink.New(stderr, logsink.FlushSize, logsink.FlushDelay)
 	defer sink.Close()
 	log := accesslog.NewJSONLogger(sink.Direct())
@@ -224,7 +230,8 @@ func logHangups(ctx context.Context, hup <-chan os.Signal, log *slog.Logger) {
 }
 
 // runTool runs the one command args names (see writeUsage) instead of serving.
-func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runTool(args []string, environ []string, stdout, stderr io.Writer) error {
+	getenv := envconf.Getenv(environ)
 	switch args[0] {
 	case "-h", "-help", "--help":
 		err := writeUsage(stdout)
@@ -237,11 +244,12 @@ func runTool(args []string, getenv func(string) string, stdout, stderr io.Writer
 	case "-openapi-3.0":
 		return writeOpenAPI(getenv, stdout, true)
 	case "-import", "-export":
+		log := accesslog.NewJSONLogger(stderr)
+		warnUnknownVars(environ, log)
 		cfg, err := loadConfig(getenv)
 		if err != nil {
 			return err
 		}
-		log := accesslog.NewJSONLogger(stderr)
 		if args[0] == "-export" && len(args) == 1 {
 			return exportCategories(cfg, log, stdout, stderr)
 		}
@@ -351,7 +359,7 @@ func logStart(ctx context.Context, cfg config, store Store, addr net.Addr, maxCo
 	if err != nil {
 		return fmt.Errorf("PETSTORE_DATA: %w", err)
 	}
-	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), apikey.ScopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String(), "shutdown_grace", cfg.grace.String())
+	log.Info("listening", "addr", addr.String(), "tls", cfg.tls != nil, "data", cfg.dataPath, "categories", snap.Len(), "api_keys", len(cfg.keys), apikey.ScopeCounts(cfg.keys), "max_conns", maxConns, "rate_limit", cfg.rateLimit.String(), "cors_origins", cfg.cors.String(), "shutdown_delay", cfg.drainDelay.String(), "shutdown_grace", cfg.grace.String(), unknownVarsAttr(cfg.unknownVars))
 	if cfg.generatedKey {
 		fmt.Fprintf(direct, "petstore: no API key configured; generated one for this run. To use it:\n  export PETSTORE_API_KEYS=%s\n", cfg.keys[0].Secret)
 	}

@@ -99,7 +99,7 @@ func TestRunWritesOpenAPI30(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	env := map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-03-04T05:06:07Z", "PETSTORE_PETS_SUNSET": "2027-08-09T10:11:12Z"}
-	err := run(context.Background(), []string{"petstore", "-openapi-3.0"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	err := run(context.Background(), []string{"petstore", "-openapi-3.0"}, environOf(env), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run -openapi-3.0: %v; stderr %s", err, &stderr)
 	}

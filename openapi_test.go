@@ -352,7 +352,7 @@ func TestRunWritesOpenAPI(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	env := map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-03-04T05:06:07Z", "PETSTORE_PETS_SUNSET": "2027-08-09T10:11:12Z"}
-	err := run(context.Background(), []string{"petstore", "-openapi"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	err := run(context.Background(), []string{"petstore", "-openapi"}, environOf(env), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run -openapi: %v; stderr %s", err, &stderr)
 	}
@@ -449,7 +449,7 @@ func TestDeprecationHeaders(t *testing.T) {
 func TestDeprecationInstantsAreWholeSeconds(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"PETSTORE_PETS_DEPRECATED": "2026-03-04T05:06:07.5Z", "PETSTORE_PETS_SUNSET": "2027-08-09T10:11:12.9+00:00"}
-	dep, err := loadPetsDeprecation(func(k string) string { return env[k] })
+	dep, err := loadPetsDeprecation(mapEnv(env))
 	if err != nil {
 		t.Fatal(err)
 	}

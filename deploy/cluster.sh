@@ -15,7 +15,7 @@
 #
 # DIR keeps everything: etcd's data, the logs, the API key (api-key, mode
 # 600), the ports chosen at first start, and `env` (mode 600), a file to
-# source for PETSTORE_A, PETSTORE_B, PETSTORE_API_KEYS, PETSTORE_DATA (the
+# source for INSTANCE_A, INSTANCE_B, PETSTORE_API_KEYS, PETSTORE_DATA (the
 # cluster, so that `petstore -export` reads it) and ETCDCTL_ENDPOINTS. Started
 # again on the same DIR, the cluster comes back with its data and ports.
 # Without DIR, a temporary directory is used (and kept, for the logs).
@@ -187,8 +187,8 @@ for port in "$HTTP_A" "$HTTP_B"; do
 done
 
 cat >"$DIR/env" <<EOF
-export PETSTORE_A=http://127.0.0.1:$HTTP_A
-export PETSTORE_B=http://127.0.0.1:$HTTP_B
+export INSTANCE_A=http://127.0.0.1:$HTTP_A
+export INSTANCE_B=http://127.0.0.1:$HTTP_B
 export PETSTORE_API_KEYS=$KEY
 export PETSTORE_DATA=etcd://$ENDPOINTS/petstore
 export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=$ENDPOINTS
@@ -203,8 +203,8 @@ petstore on etcd is running. Everything lives in $DIR.
   API key:       $KEY  (also in $DIR/api-key)
 In another shell:
   . $DIR/env
-  curl -s -X POST -H "Authorization: Bearer \$PETSTORE_API_KEYS" -H 'Content-Type: application/json' -d '{"name":"dog"}' \$PETSTORE_A/v1/categories
-  curl -s -H "Authorization: Bearer \$PETSTORE_API_KEYS" \$PETSTORE_B/v1/categories
+  curl -s -X POST -H "Authorization: Bearer \$PETSTORE_API_KEYS" -H 'Content-Type: application/json' -d '{"name":"dog"}' \$INSTANCE_A/v1/categories
+  curl -s -H "Authorization: Bearer \$PETSTORE_API_KEYS" \$INSTANCE_B/v1/categories
 The etcd leader's pid: deploy/cluster.sh leader $DIR
 Ctrl-C here stops all five processes (or: deploy/cluster.sh stop $DIR).
 EOF

@@ -9,7 +9,9 @@
 // help; Usage prints them for -h, and a Reader takes the default of an
 // unset variable from the list, so that the help and the behaviour
 // cannot disagree. A name missing from the list is a programming error:
-// Reader panics on it.
+// Reader panics on it. Unknowns names the variables of the environment that
+// carry the service's prefix but are not in the list (misspellings, with
+// the listed name nearest to each).
 package envconf
 
 import (
@@ -162,4 +164,94 @@ func (r *Reader) example(name, fallback string) string {
 		return d
 	}
 	return fallback
+}
+
+// Getenv returns a getenv over environ (NAME=value entries, as os.Environ
+// gives them): the first entry of a name wins, as it does for os.Getenv.
+func Getenv(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if _, seen := m[name]; !seen {
+			m[name] = value
+		}
+	}
+	return func(name string) string { return m[name] }
+}
+
+// Unknown is a variable of the environment that looks meant for the
+// service (its name has the service's prefix, in any case) but is not one
+// the service reads.
+type Unknown struct {
+	Name    string
+	Nearest string // the listed name it is likely a misspelling of; "" when none is close
+}
+
+// Unknowns returns the variables of environ whose names start with prefix,
+// in any case, that vars does not list and skip does not claim (another
+// system's variables that share the prefix), each once, in the order of
+// environ. Only names are looked at, never values.
+func Unknowns(environ []string, prefix string, vars []Var, skip func(name string) bool) []Unknown {
+	known := make(map[string]bool, len(vars))
+	for _, v := range vars {
+		known[v.Name] = true
+	}
+	var out []Unknown
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) ||
+			known[name] || seen[name] || skip(name) {
+			continue
+		}
+		seen[name] = true
+		out = append(out, Unknown{Name: name, Nearest: nearest(name, vars)})
+	}
+	return out
+}
+
+// nearest returns the name of vars closest to name, compared in upper case,
+// when it is close enough to be a misspelling of it: at most two edits
+// (a letter added, dropped, changed, or two swapped), three for a name of
+// 16 letters or more; the first in the list wins a tie.
+func nearest(name string, vars []Var) string {
+	name = strings.ToUpper(name)
+	best, bestDist := "", 0
+	for _, v := range vars {
+		limit := 2
+		if len(v.Name) >= 16 {
+			limit = 3
+		}
+		if d := editDistance(name, v.Name); d <= limit && (best == "" || d < bestDist) {
+			best, bestDist = v.Name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the number of single-byte insertions, deletions,
+// substitutions and swaps of adjacent bytes that turn a into b (the
+// optimal string alignment distance).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

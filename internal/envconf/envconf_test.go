@@ -1,6 +1,7 @@
 package envconf
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,66 @@ Others:
 `
 	if b.String() != want {
 		t.Errorf("Usage:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestUnknowns(t *testing.T) {
+	t.Parallel()
+	vars := []Var{{Name: "APP_ADDR"}, {Name: "APP_API_KEYS"}, {Name: "APP_TLS_CERT_FILE"}, {Name: "APP_TLS_KEY_FILE"}, {Name: "APP_DATA"}}
+	environ := []string{
+		"PATH=/usr/bin",
+		"APP_ADDR=:8080",              // known
+		"APP_API_KEY=s3cret-value",    // a letter dropped
+		"APP_TLS_CERTFILE=/etc/c.pem", // an underscore dropped
+		"app_data=/var/lib/x",         // the case
+		"APP_DTAA=x",                  // two letters swapped
+		"APP_WHATEVER=1",              // nothing close
+		"APP_API_KEY=again",           // a second entry of a name
+		"APP_LINK_HOST=10.0.0.1",      // skipped
+		"APPLICATION=1",               // not the prefix
+		"NOEQUALS",                    // a malformed entry, no value
+		"APP_TLS_KEY_FIL=/etc/k.pem",  // a letter dropped from a long name
+		"APP_TLS_KY_FL=/etc/k.pem",    // three edits of a long name
+		"APP_A=x",                     // three edits of a short name
+	}
+	got := Unknowns(environ, "APP_", vars, func(name string) bool { return strings.HasSuffix(name, "_HOST") })
+	want := []Unknown{
+		{"APP_API_KEY", "APP_API_KEYS"},
+		{"APP_TLS_CERTFILE", "APP_TLS_CERT_FILE"},
+		{"app_data", "APP_DATA"},
+		{"APP_DTAA", "APP_DATA"},
+		{"APP_WHATEVER", ""},
+		{"APP_TLS_KEY_FIL", "APP_TLS_KEY_FILE"},
+		{"APP_TLS_KY_FL", "APP_TLS_KEY_FILE"},
+		{"APP_A", ""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Unknowns:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"abc", "abc", 0},
+		{"abc", "abd", 1}, {"abc", "ab", 1}, {"ab", "abc", 1}, {"abc", "acb", 1},
+		{"KEYS", "KYES", 1}, {"kitten", "sitting", 3}, {"ca", "abc", 3},
+	} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestGetenv(t *testing.T) {
+	t.Parallel()
+	getenv := Getenv([]string{"A=1", "B=x=y", "A=2", "C=", "D"})
+	for name, want := range map[string]string{"A": "1", "B": "x=y", "C": "", "D": "", "E": ""} {
+		if got := getenv(name); got != want {
+			t.Errorf("getenv(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
