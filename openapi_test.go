@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -136,18 +137,71 @@ func TestOpenAPIDocument(t *testing.T) {
 	if n := openapitest.At(doc, "components", "schemas", "CategoryName"); openapitest.At(n, "maxLength") != 100.0 || openapitest.At(n, "minLength") != 1.0 {
 		t.Errorf("CategoryName bounds: got %v, want 1..100", n)
 	}
+	code := openapitest.At(doc, "components", "schemas", "Error", "properties", "code")
+	if openapitest.At(code, "enum") != nil {
+		t.Errorf("Error.code is a closed enum; a later code would break generated clients")
+	}
 	var codes []string
-	for _, c := range openapitest.At(doc, "components", "schemas", "Error", "properties", "code", "enum").([]any) {
+	for _, c := range openapitest.At(code, "x-extensible-enum").([]any) {
 		codes = append(codes, c.(string))
 	}
 	for code := range statusOf {
 		if !slices.Contains(codes, code) {
-			t.Errorf("Error.code enum lacks %q", code)
+			t.Errorf("Error.code's x-extensible-enum lacks %q", code)
 		}
 	}
 	for _, code := range codes {
 		if _, ok := statusOf[code]; !ok {
-			t.Errorf("Error.code enum has %q, which the service never sends", code)
+			t.Errorf("Error.code's x-extensible-enum has %q, which the service never sends", code)
+		}
+	}
+}
+
+// Generated clients can live with a later version: no schema of an answer
+// forbids members it does not list, in either document, while the request
+// body's stays strict (unknown members are refused).
+func TestOpenAPIResponsesOpen(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	for _, path := range []string{"/v1/openapi.json", "/v1/openapi-3.0.json"} {
+		doc := fetchDocumentAt(t, env, path)
+		schemas := 0
+		seen := map[string]bool{}
+		var walk func(v any, where string)
+		walk = func(v any, where string) {
+			switch v := v.(type) {
+			case map[string]any:
+				if ref, ok := v["$ref"].(string); ok && !seen[ref] {
+					seen[ref] = true
+					walk(openapitest.At(doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...), ref)
+				}
+				if v["type"] == "object" {
+					schemas++
+					if ap, ok := v["additionalProperties"].(bool); ok && !ap {
+						t.Errorf("%s: %s forbids members a later version may add", path, where)
+					}
+				}
+				for k, e := range v {
+					walk(e, where+"/"+k)
+				}
+			case []any:
+				for i, e := range v {
+					walk(e, fmt.Sprintf("%s/%d", where, i))
+				}
+			}
+		}
+		for p, item := range openapitest.At(doc, "paths").(map[string]any) {
+			for m, op := range item.(map[string]any) {
+				if r, ok := openapitest.At(op, "responses").(map[string]any); ok {
+					walk(r, p+" "+m+" responses")
+				}
+			}
+		}
+		if schemas < 4 || !seen["#/components/schemas/Category"] || !seen["#/components/schemas/Error"] {
+			t.Errorf("%s: the walk met %d object schemas and %v; want Category, Error and more", path, schemas, slices.Collect(maps.Keys(seen)))
+		}
+		if ap := openapitest.At(doc, "components", "schemas", "NewCategory", "additionalProperties"); ap != false {
+			t.Errorf("%s: NewCategory.additionalProperties %v, want false (unknown members are refused)", path, ap)
 		}
 	}
 }

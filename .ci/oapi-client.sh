@@ -25,14 +25,6 @@ cp .ci/oapiclient/main.go "$work/mod/"
 )
 
 key=oapi-client-check-key-0123456789
-PETSTORE_DATA=:memory: PETSTORE_ADDR=127.0.0.1:0 PETSTORE_API_KEYS=$key "$work/petstore" 2> "$work/petstore.log" &
-pid=$!
-addr=""
-for _ in $(seq 100); do
-	addr=$(grep -o '"msg":"listening","addr":"[^"]*"' "$work/petstore.log" | sed 's/.*"addr":"\([^"]*\)"/\1/' || true)
-	[ -n "$addr" ] && break
-	kill -0 "$pid" || { cat "$work/petstore.log" >&2; exit 1; }
-	sleep 0.1
-done
-[ -n "$addr" ] || { echo "petstore did not start" >&2; cat "$work/petstore.log" >&2; exit 1; }
+. .ci/start-petstore.sh
+start_petstore "$work/petstore" "$key" "$work/petstore.log"
 "$work/oapiclient" "http://$addr/v1" "$key"

@@ -463,7 +463,7 @@ func (d oaDoc) response(status string, r map[string]any, commonHeaders []string)
 // errorCodeEnum returns the codes the document's Error schema lists.
 func (d oaDoc) errorCodeEnum() []any {
 	errSchema := obj(obj(obj(d["components"])["schemas"])["Error"])
-	return list(d.resolve(obj(errSchema["properties"])["code"])["enum"])
+	return list(d.resolve(obj(errSchema["properties"])["code"])["x-extensible-enum"])
 }
 
 // errorCodeStatus returns the x-status of the Error schema's code: the
@@ -571,16 +571,24 @@ func bounds(s map[string]any) []template.HTML {
 		out = append(out, "always "+codeSpan(jsonText(c)))
 	}
 	if enum := list(s["enum"]); len(enum) > 0 {
-		values := make([]string, len(enum))
-		for i, e := range enum {
-			values[i] = string(codeSpan(jsonText(e)))
-		}
-		out = append(out, template.HTML("one of "+strings.Join(values, ", ")))
+		out = append(out, "one of "+codeList(enum))
+	}
+	if known := list(s["x-extensible-enum"]); len(known) > 0 {
+		out = append(out, "an open set; known now: "+codeList(known))
 	}
 	if p := str(s["pattern"]); p != "" {
 		out = append(out, "matches "+codeSpan(p))
 	}
 	return out
+}
+
+// codeList is values as code spans, comma-separated.
+func codeList(values []any) template.HTML {
+	spans := make([]string, len(values))
+	for i, v := range values {
+		spans[i] = string(codeSpan(jsonText(v)))
+	}
+	return template.HTML(strings.Join(spans, ", "))
 }
 
 // rangeOf words the bounds lo and hi of s: "1–100 characters", "at least

@@ -123,8 +123,9 @@ func describePaths(ops []Operation, st staticParts) (map[string]map[string]any, 
 }
 
 // describeErrorCodes fills in the Error schema's code from errorStatus, the
-// service's one table of errors: enum, every code by status, and x-status,
-// the status of each.
+// service's one table of errors: x-extensible-enum, the codes known now
+// (by status), and x-status, the status of each. Not enum: the set is open,
+// and a generated client must accept a code a later version adds.
 func describeErrorCodes(doc map[string]any, errorStatus map[string]int) error {
 	components, _ := doc["components"].(map[string]any)
 	schemas, _ := components["schemas"].(map[string]any)
@@ -142,7 +143,7 @@ func describeErrorCodes(doc map[string]any, errorStatus map[string]int) error {
 	for i, c := range codes {
 		enum[i], statuses[c] = c, errorStatus[c]
 	}
-	code["enum"], code["x-status"] = enum, statuses
+	code["x-extensible-enum"], code["x-status"] = enum, statuses
 	return nil
 }
 
