@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"html"
 	"image/png"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,7 +165,7 @@ func checkDocsCurl(t *testing.T, key string, op map[string]any, text string) {
 		if strings.HasPrefix(line, want) && strings.HasSuffix(line, " "+base+path) {
 			found = true
 			if security, own := op["security"]; !own || len(security.([]any)) > 0 {
-				found = strings.Contains(line, `-H "Authorization: Bearer $API_KEY"`)
+				found = strings.Contains(line, `-H "Authorization: Bearer $PETSTORE_API_KEYS"`)
 			}
 			if method == "POST" {
 				found = found && strings.Contains(line, `-H 'Content-Type: application/json'`) &&
@@ -192,6 +194,10 @@ func TestDocsPageListsEveryErrorCode(t *testing.T) {
 		}
 		if row[1] != strconv.Itoa(status) {
 			t.Errorf("code %s: the page gives status %s, errors.go %d", code, row[1], status)
+		}
+		cell := regexp.MustCompile(`<tr id="code-` + code + `">.*?<td class="ops">(.*?)</td></tr>`).FindStringSubmatch(page)
+		if cell == nil || strings.TrimSpace(cell[1]) == "" {
+			t.Errorf("code %s: the page does not say what answers it", code)
 		}
 	}
 }
@@ -375,6 +381,65 @@ func TestDocsPageInChromium(t *testing.T) {
 	shot := filepath.Join(t.TempDir(), "docs.png")
 	chromiumScreenshot(t, bin, srv.URL+"/docs", shot, 1280, 900)
 	checkStyled(t, shot)
+}
+
+// The page fits the width of the window it is shown in, from a phone's to
+// a wide screen's: nothing (a long list of codes, a path, a table) makes it
+// scroll sideways. Chromium shows it in frames of each width; a probe page
+// on the same origin measures each frame's scroll width. Only the policy
+// that forbids framing the page is left off for the probe.
+func TestDocsPageFitsEveryWidthInChromium(t *testing.T) {
+	t.Parallel()
+	bin := needChromium(t)
+	env := newTestEnv(t)
+	widths := []int{360, 412, 768, 1024, 1280, 1440, 1920}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /probe", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html><html><head><title>probe</title></head><body style="margin:0">
+<pre id="result">pending</pre><div id="frames"></div>
+<script>
+const widths = %s, out = [];
+let left = widths.length;
+for (const w of widths) {
+  const f = document.createElement("iframe");
+  f.style.cssText = "display:block;border:0;height:700px;width:" + w + "px";
+  f.onload = () => {
+    out.push([w, f.contentDocument.documentElement.scrollWidth, f.contentDocument.documentElement.clientWidth].join(" "));
+    if (--left === 0) document.getElementById("result").textContent = "measured\n" + out.join("\n");
+  };
+  f.src = "/docs";
+  document.getElementById("frames").appendChild(f);
+}
+</script></body></html>`, strings.ReplaceAll(fmt.Sprint(widths), " ", ","))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		env.handler.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		w.Header().Del("Content-Security-Policy")
+		w.Header().Del("X-Frame-Options")
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dom := chromiumDumpDOM(t, bin, srv.URL+"/probe", 10*time.Second)
+	_, result, _ := strings.Cut(dom, `<pre id="result">`)
+	result, _, _ = strings.Cut(result, "</pre>")
+	lines := strings.Split(strings.TrimSpace(result), "\n")
+	if lines[0] != "measured" || len(lines) != len(widths)+1 {
+		t.Fatalf("the probe did not measure every frame: %q", result)
+	}
+	for _, l := range lines[1:] {
+		var width, scroll, client int
+		if _, err := fmt.Sscan(l, &width, &scroll, &client); err != nil {
+			t.Fatalf("probe line %q: %v", l, err)
+		}
+		if scroll > client {
+			t.Errorf("at %d px the page is %d px wide (its window %d px): it scrolls sideways", width, scroll, client)
+		}
+	}
 }
 
 // checkStyled checks that the table of contents of the screenshot has the

@@ -95,6 +95,7 @@ type docsResponse struct {
 type docsErrorCode struct {
 	Code, Status string
 	Ops          []docsOpRef
+	Elsewhere    string // what answers it when no operation of the document does
 }
 
 type docsSchema struct {
@@ -473,6 +474,13 @@ func (d oaDoc) errorCodeStatus() map[string]any {
 	return obj(d.resolve(obj(errSchema["properties"])["code"])["x-status"])
 }
 
+// errorCodeElsewhere returns the x-answered-elsewhere of the Error
+// schema's code: what answers each code no operation answers.
+func (d oaDoc) errorCodeElsewhere() map[string]any {
+	errSchema := obj(obj(obj(d["components"])["schemas"])["Error"])
+	return obj(d.resolve(obj(errSchema["properties"])["code"])["x-answered-elsewhere"])
+}
+
 // codesIn returns the codes of enum that text quotes (`code`), in order.
 func codesIn(text string, enum []any) []string {
 	var out []string
@@ -504,6 +512,9 @@ func errorCodes(d oaDoc, groups []docsGroup) []docsErrorCode {
 		}
 		if status, ok := d.errorCodeStatus()[code.Code]; ok && code.Status == "" {
 			code.Status = jsonText(status) // answered outside the operations: a CORS preflight
+		}
+		if len(code.Ops) == 0 {
+			code.Elsewhere = str(d.errorCodeElsewhere()[code.Code])
 		}
 		out = append(out, code)
 	}
@@ -665,7 +676,7 @@ func curlExample(d oaDoc, o oaOperation) string {
 		b.WriteString(" -X " + o.method)
 	}
 	if !o.public {
-		b.WriteString(` -H "Authorization: Bearer $API_KEY"`)
+		b.WriteString(` -H "Authorization: Bearer $PETSTORE_API_KEYS"`)
 	}
 	target := o.path
 	var query []string
