@@ -114,6 +114,22 @@ var createBodySeeds = []string{
 	`{"name":"a\u0301\u200db"}`,
 	`{"name":"a\u200d"}`,
 	`{"name":"x\udb40\udc20"}`,
+	// The rest of the look-alikes: joiners between Latin letters, format
+	// and private-use characters, U+2800; the joiners Indic scripts,
+	// Persian and emoji need; space separators that compare as a space.
+	`{"name":"d\u200cog"}`,
+	`{"name":"dog\u2800"}`,
+	`{"name":"dog\ufff9"}`,
+	`{"name":"dog\u0600"}`,
+	`{"name":"dog\u070f"}`,
+	`{"name":"dog\ud804\udcbd"}`,
+	`{"name":"dog\ue000"}`,
+	`{"name":"\u0915\u094d\u200d\u0937"}`,
+	`{"name":"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"}`,
+	`{"name":"\ud83d\udc69\ud83c\udffd\u200d\ud83d\udcbb"}`,
+	`{"name":"do\u00a0g"}`,
+	`{"name":"hot\u2009dog"}`,
+	`{"name":"hot dog"}`,
 	// Nested values.
 	`{"name":"Dogs","description":{"a":[1,{"b":"}"}]}}`,
 	`{"name":"Dogs","extra":[[[[]]],{"k":"v"}]}`,
@@ -382,22 +398,30 @@ func validName(name string) bool {
 		return false
 	}
 	visibleAt := func(i int) bool { return i >= 0 && i < len(runes) && visibleRune(runes[i]) }
+	// A letter ZWJ and ZWNJ may join: of a script other than Latin,
+	// Greek and Cyrillic.
+	joins := func(i int) bool {
+		return visibleAt(i) && unicode.IsLetter(runes[i]) && !unicode.In(runes[i], unicode.Latin, unicode.Greek, unicode.Cyrillic)
+	}
+	symbolAt := func(i int) bool { return visibleAt(i) && unicode.IsSymbol(runes[i]) }
 	visible := false
 	for i, r := range runes {
 		bidi := r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
-		if unicode.IsControl(r) || bidi || !stableRune(r) || r == 0x2028 || r == 0x2029 {
+		if unicode.IsControl(r) || bidi || !stableRune(r) || r == 0x2028 || r == 0x2029 ||
+			unicode.Is(unicode.Co, r) || r == 0x2800 {
 			return false
 		}
 		switch {
-		case !contractIgnorable(r):
+		case !contractIgnorable(r) && !unicode.Is(unicode.Cf, r):
 		case r == 0x200C || r == 0x200D:
-			// Between two visible characters; the one before keeps its
-			// marks and presentation selector.
+			// Between two letters of a joining script, the one before
+			// with its marks; ZWJ also between two symbols, the one
+			// before with its presentation selector.
 			j := i - 1
 			for j >= 0 && (unicode.In(runes[j], unicode.Mn, unicode.Mc, unicode.Me) || runes[j] == 0xFE0E || runes[j] == 0xFE0F) {
 				j--
 			}
-			if !visibleAt(j) || !visibleAt(i+1) {
+			if !(joins(j) && joins(i+1) || r == 0x200D && symbolAt(j) && symbolAt(i+1)) {
 				return false
 			}
 		case r == 0xFE0E || r == 0xFE0F:
@@ -413,14 +437,19 @@ func validName(name string) bool {
 }
 
 // sameName reports whether the decisions make a and b the same name: equal
-// ignoring case once fullwidth forms are the ASCII characters they stand for.
+// ignoring case once fullwidth forms are the ASCII characters they stand for
+// and every space separator is a space.
 func sameName(a, b string) bool { return strings.EqualFold(narrow(a), narrow(b)) }
 
-// narrow maps the fullwidth forms U+FF01 to U+FF5E to ASCII.
+// narrow maps the fullwidth forms U+FF01 to U+FF5E to ASCII, and the space
+// separators (Zs) to U+0020.
 func narrow(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r >= 0xFF01 && r <= 0xFF5E {
+		switch {
+		case r >= 0xFF01 && r <= 0xFF5E:
 			return r - 0xFEE0
+		case unicode.Is(unicode.Zs, r):
+			return ' '
 		}
 		return r
 	}, s)
@@ -590,13 +619,18 @@ func checkCreateBody(t *testing.T, env *testEnv, fresh *freshStore, body []byte)
 		t.Errorf("201 body %s does not encode the name as encoding/json does: %s", created, nameJSON)
 	}
 
-	// Look-alikes of the accepted name, three spellings (every input pays
-	// for them): another case; the other case in fullwidth forms, with
-	// white space around it; and the name with a character inserted that
-	// the decisions refuse in names or allow only in places.
+	// Look-alikes of the accepted name, three or four spellings (every
+	// input pays for them): another case; the other case in fullwidth
+	// forms, with white space around it; the name with a character
+	// inserted that the decisions refuse in names or allow only in places;
+	// and, when it has spaces, the name with no-break spaces for them.
 	inserted, ins := insertLookAlike(want.name, body)
 	stored := 1
-	for i, other := range []string{strings.ToUpper(want.name), " " + widen(strings.ToLower(want.name)) + " ", inserted} {
+	spellings := []string{strings.ToUpper(want.name), " " + widen(strings.ToLower(want.name)) + " ", inserted}
+	if strings.Contains(want.name, " ") { // the spaces, no-break
+		spellings = append(spellings, strings.ReplaceAll(want.name, " ", "\u00a0"))
+	}
+	for i, other := range spellings {
 		if checkLookAlike(t, env, want.name, other, i == 2) != http.StatusCreated {
 			continue
 		}
@@ -613,10 +647,13 @@ func checkCreateBody(t *testing.T, env *testEnv, fresh *freshStore, body []byte)
 }
 
 // lookAlikeInserts are the characters insertLookAlike inserts: the bounds of
-// each range of default-ignorable code points, the separators and the
-// bidirectional controls.
+// each range of default-ignorable code points, the separators, the
+// bidirectional controls, format characters that are not default-ignorable,
+// private-use characters and U+2800.
 var lookAlikeInserts = func() []rune {
-	rs := []rune{0x2028, 0x2029, 0x202A, 0x202E, 0x2066, 0x2069, 0x200C, 0x200D, 0xFE0E, 0xFE0F}
+	rs := []rune{0x2028, 0x2029, 0x202A, 0x202E, 0x2066, 0x2069, 0x200C, 0x200D, 0xFE0E, 0xFE0F,
+		0x0600, 0x0605, 0x06DD, 0x070F, 0x08E2, 0xFFF9, 0xFFFB, 0x110BD, 0x110CD, 0x13430,
+		0xE000, 0xF8FF, 0xF0000, 0x10FFFD, 0x2800}
 	for _, rg := range contractIgnorables {
 		rs = append(rs, rg[0], rg[1])
 	}

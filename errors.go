@@ -106,7 +106,16 @@ var domainErrors = []struct {
 	{catalog.ErrNameTaken, codeConflict, func(err error) string {
 		var nt *catalog.NameTakenError
 		errors.As(err, &nt)
-		return fmt.Sprintf("a category named %q already exists (names are compared ignoring case)", nt.Name)
+		switch {
+		case nt.ID == 0: // a claim another writer garbled
+			return fmt.Sprintf("a category named %q already exists (names are compared ignoring case, width and the kind of space)", nt.Name)
+		case nt.Stored == "": // the holder is not in this instance's cache yet
+			return fmt.Sprintf("the name %q is taken by category %d (names are compared ignoring case, width and the kind of space)", nt.Name, nt.ID)
+		}
+		if nt.Stored != nt.Name {
+			return fmt.Sprintf("a category named %q (id %d) already exists, and %q is the same name: names are compared ignoring case, width and the kind of space", nt.Stored, nt.ID, nt.Name)
+		}
+		return fmt.Sprintf("a category named %q (id %d) already exists", nt.Stored, nt.ID)
 	}},
 	{catalog.ErrQuotaExceeded, codeQuotaExceeded, constMessage("the catalogue is full: it holds the most categories this service keeps (PETSTORE_MAX_CATEGORIES); nothing was created")},
 	{catalog.ErrKeyInUse, codeIdempotencyKeyInUse, constMessage("a create with this Idempotency-Key is still in progress; retry after Retry-After")},

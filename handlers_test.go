@@ -237,7 +237,7 @@ func TestCreateCategoryConflict(t *testing.T) {
 			env := newTestEnv(t)
 			first := env.mustCreate(t, tt.first)
 			eb := mustError(t, postCategory(t, env, nameBody(tt.second)), http.StatusConflict, codeConflict)
-			mustMention(t, eb.Message, strings.TrimSpace(tt.second))
+			mustMention(t, eb.Message, strings.TrimSpace(tt.second), fmt.Sprintf("%q (id %d)", first.Name, first.ID))
 			list := env.mustList(t)
 			if len(list) != 1 || list[0] != first {
 				t.Errorf("list after conflict: got %+v, want only %+v", list, first)

@@ -41,20 +41,28 @@ func TestCreateCategoryNameRules(t *testing.T) {
 	tests := []tc{
 		// Visible characters.
 		accept("ɤ", `{"name":"\u0264"}`, "ɤ"),
-		accept("ZWJ inside", `{"name":"a\u200db"}`, "a\u200db"),
-		accept("ZWNJ inside", `{"name":"a\u200cb"}`, "a\u200cb"),
-		accept("braille blank beside a letter", `{"name":"\u2800a"}`, "\u2800a"),
-		accept("private use beside a letter", `{"name":"a\ue000"}`, "a\ue000"),
+		accept("ZWJ inside a Devanagari conjunct", `{"name":"\u0915\u094d\u200d\u0937"}`, "\u0915\u094d\u200d\u0937"),
+		accept("ZWNJ inside a Persian word", `{"name":"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"}`, "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"),
+		accept("ZWJ between emoji", `{"name":"\ud83d\udc69\ud83c\udffd\u200d\ud83d\udcbb"}`, "\U0001F469\U0001F3FD\u200d\U0001F4BB"),
+		refuse("ZWJ between Latin letters", `{"name":"do\u200dg"}`, "name", "format", "U+200D", "Latin"),
+		refuse("ZWNJ between Latin letters", `{"name":"d\u200cog"}`, "name", "format", "U+200C"),
+		refuse("braille blank beside a letter", `{"name":"\u2800a"}`, "name", "U+2800"),
+		refuse("braille blank after", `{"name":"dog\u2800"}`, "name", "U+2800"),
+		refuse("private use beside a letter", `{"name":"a\ue000"}`, "name", "private-use", "U+E000"),
+		refuse("interlinear annotation", `{"name":"dog\ufff9"}`, "name", "format", "U+FFF9"),
+		refuse("Arabic number sign", `{"name":"dog\u0600"}`, "name", "format", "U+0600"),
+		refuse("Syriac abbreviation mark", `{"name":"dog\u070f"}`, "name", "format", "U+070F"),
+		refuse("Kaithi number sign", `{"name":"dog\ud804\udcbd"}`, "name", "format", "U+110BD"),
 		refuse("zero width space only", `{"name":"\u200b"}`, "name", "visible", "U+200B"),
 		refuse("BOM only", `{"name":"\ufeff"}`, "name", "visible", "U+FEFF"),
 		refuse("Hangul filler only", `{"name":"\u3164"}`, "name", "visible", "U+3164"),
 		refuse("Hangul choseong and jungseong fillers, halfwidth filler", `{"name":"\u115f\u1160\uffa0"}`, "name", "invisible", "U+115F"),
-		refuse("braille blank only", `{"name":"\u2800"}`, "name", "visible", "U+2800"),
+		refuse("braille blank only", `{"name":"\u2800"}`, "name", "U+2800"),
 		refuse("many invisible", `{"name":"`+strings.Repeat(`\u200b`, 20)+`"}`, "name", "invisible", "U+200B"),
 		refuse("only marks", `{"name":"`+strings.Repeat(`\u0301`, 20)+`"}`, "name", "visible", "U+0301 U+0301", "…"),
 		refuse("ZWJ only", `{"name":"\u200d"}`, "name", "visible"),
 		refuse("combining mark only", `{"name":"\u0301"}`, "name", "visible"),
-		refuse("private use only", `{"name":"\ue000"}`, "name", "visible"),
+		refuse("private use only", `{"name":"\ue000"}`, "name", "private-use"),
 		// Bidirectional controls.
 		refuse("RLO", `{"name":"a\u202eb"}`, "name", "bidirectional", "U+202E"),
 		refuse("LRE", `{"name":"a\u202ab"}`, "name", "bidirectional", "U+202A"),
@@ -183,9 +191,18 @@ func TestLookAlikeNamesBesideDog(t *testing.T) {
 		{`{"name":"do\u200d\u200dg"}`, 400, []string{"name", "invisible", "U+200D"}},
 		{`{"name":"a\u2029b"}`, 400, []string{"name", "separator", "U+2029"}},
 		{`{"name":"a\u2028b"}`, 400, []string{"name", "separator", "U+2028"}},
-		{`{"name":"ｄｏｇ"}`, 409, []string{"ｄｏｇ"}},
-		{`{"name":"ＤＯＧ"}`, 409, []string{"ＤＯＧ"}},
-		{`{"name":"dｏG"}`, 409, []string{"dｏG"}},
+		{`{"name":"do\u200dg"}`, 400, []string{"name", "format", "U+200D"}},
+		{`{"name":"d\u200cog"}`, 400, []string{"name", "format", "U+200C"}},
+		{`{"name":"dog\u2800"}`, 400, []string{"name", "U+2800"}},
+		{`{"name":"\u2800dog"}`, 400, []string{"name", "U+2800"}},
+		{`{"name":"dog\ufff9"}`, 400, []string{"name", "format", "U+FFF9"}},
+		{`{"name":"dog\u0600"}`, 400, []string{"name", "format", "U+0600"}},
+		{`{"name":"dog\u070f"}`, 400, []string{"name", "format", "U+070F"}},
+		{`{"name":"dog\ud804\udcbd"}`, 400, []string{"name", "format", "U+110BD"}},
+		{`{"name":"dog\ue000"}`, 400, []string{"name", "private-use", "U+E000"}},
+		{`{"name":"ｄｏｇ"}`, 409, []string{`"ｄｏｇ"`, `"dog" (id 1)`}},
+		{`{"name":"ＤＯＧ"}`, 409, []string{`"ＤＯＧ"`, `"dog" (id 1)`}},
+		{`{"name":"dｏG"}`, 409, []string{`"dｏG"`, `"dog" (id 1)`}},
 	}
 	for _, tt := range tests {
 		rec := postCategory(t, env, tt.body)
@@ -229,6 +246,23 @@ func TestNamesWithJoinersAndSelectors(t *testing.T) {
 	env.mustCreate(t, "\u2764")
 }
 
+// Every space separator compares as a space: after "do g", a no-break, a
+// thin or an ideographic space there is the same name; the answer names
+// the category as stored.
+func TestSpaceSeparatorsAreOneSpace(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	first := env.mustCreate(t, "do g")
+	for _, body := range []string{`{"name":"do\u00a0g"}`, `{"name":"do\u2009g"}`, `{"name":"DO\u3000G"}`, `{"name":"do\u202fg"}`} {
+		eb := mustError(t, postCategory(t, env, body), http.StatusConflict, codeConflict)
+		mustMention(t, eb.Message, fmt.Sprintf(`"do g" (id %d)`, first.ID))
+	}
+	env.mustCreate(t, "do  g") // two spaces are another name
+	if got := env.mustList(t); len(got) != 2 {
+		t.Errorf("list: got %d categories, want 2", len(got))
+	}
+}
+
 // foldName makes fullwidth forms the ASCII characters they stand for, and
 // agrees with its ASCII fast path.
 func TestFoldNameFullwidth(t *testing.T) {
@@ -244,8 +278,12 @@ func TestFoldNameFullwidth(t *testing.T) {
 			t.Errorf("FoldName(%q): got %q, want %q", tt[0], got, want)
 		}
 	}
-	// Only U+FF01 to U+FF5E: the ideographic space and halfwidth forms stay.
-	for _, s := range []string{"\u3000", "\uff5f", "\uff61"} {
+	// Only U+FF01 to U+FF5E: the halfwidth forms stay. (The ideographic
+	// space is a space separator: a space, as every Zs.)
+	if got := catalog.FoldName("\u3000"); got != " " {
+		t.Errorf("FoldName(U+3000): got %q, want a space", got)
+	}
+	for _, s := range []string{"\uff5f", "\uff61"} {
 		if got := catalog.FoldName(s); got != s {
 			t.Errorf("FoldName(%q): got %q, want it unchanged", s, got)
 		}

@@ -65,9 +65,11 @@ func (nc NewCategory) SameAs(made []byte, id int64) bool {
 // FoldName returns the key under which name is unique: two names that
 // strings.EqualFold considers equal have the same key, and so have two that
 // differ only where one has a fullwidth form (U+FF01 to U+FF5E) and the
-// other the ASCII character it stands for ("ｄｏｇ" is "dog"). It is the key
-// of every store, so a change to it changes which names collide: replay
-// keeps both of two stored names that now collide (see Index.Append).
+// other the ASCII character it stands for ("ｄｏｇ" is "dog"), and so have two
+// that differ only in which space separator (Zs: no-break space, thin space
+// …) stands where ("do g" with U+00A0 is "do g"). It is the key of every
+// store, so a change to it changes which names collide: replay keeps both
+// of two stored names that now collide (see Index.Append).
 func FoldName(name string) string {
 	ascii := true
 	for i := 0; i < len(name); i++ {
@@ -85,6 +87,9 @@ func FoldName(name string) string {
 	return strings.Map(func(r rune) rune {
 		if 0xFF01 <= r && r <= 0xFF5E {
 			r -= 0xFF01 - '!'
+		}
+		if unicode.Is(unicode.Zs, r) {
+			return ' '
 		}
 		least := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {

@@ -47,14 +47,29 @@ func (e *NotFoundError) Error() string { return "no category with id " + strconv
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// NameTakenError is ErrNameTaken for the name a create asked for.
-type NameTakenError struct{ Name string }
+// NameTakenError is ErrNameTaken for the name a create asked for, with
+// the category that holds it: its id and its name as stored, which may
+// differ from the one asked for ("ｄｏｇ" holds "dog").
+type NameTakenError struct {
+	Name   string // asked for
+	ID     int64  // of the category that holds it; 0 when a claim another writer garbled hides it
+	Stored string // that category's name; "" when the store did not have it at hand
+}
 
-// NameTaken returns the error of a create whose name is taken.
-func NameTaken(name string) error { return &NameTakenError{Name: name} }
+// NameTaken returns the error of a create of name, which the category id,
+// named stored, holds.
+func NameTaken(name string, id int64, stored string) error {
+	return &NameTakenError{Name: name, ID: id, Stored: stored}
+}
 
 func (e *NameTakenError) Error() string {
-	return "a category named " + strconv.Quote(e.Name) + " exists"
+	switch {
+	case e.ID == 0:
+		return "a category named " + strconv.Quote(e.Name) + " exists"
+	case e.Stored == "":
+		return "the name " + strconv.Quote(e.Name) + " is held by category " + strconv.FormatInt(e.ID, 10)
+	}
+	return "a category named " + strconv.Quote(e.Stored) + " (id " + strconv.FormatInt(e.ID, 10) + ") exists"
 }
 
 // Is makes errors.Is(err, ErrNameTaken) true.

@@ -119,7 +119,27 @@ func (x *Index) NameAt(i int) string {
 	if i > 0 {
 		start = x.items[i-1].end + 1
 	}
-	members, _ := rawjson.Members(x.list[start:x.items[i].end], make([]rawjson.Member, 0, 3))
+	return nameIn(x.list[start:x.items[i].end])
+}
+
+// Holder returns the id and name of the category whose folded name is key
+// (FoldName), published or not, and false when there is none. Only the
+// index's writer calls it.
+func (x *Index) Holder(key string) (id int64, name string, ok bool) {
+	id, ok = x.names.ids[key]
+	if !ok {
+		return 0, "", false
+	}
+	i := sort.Search(len(x.items), func(i int) bool { return x.items[i].id >= id })
+	if i < len(x.items) && x.items[i].id == id {
+		name = x.NameAt(i)
+	}
+	return id, name, true
+}
+
+// nameIn returns the name of a category's JSON as the index wrote it.
+func nameIn(json []byte) string {
+	members, _ := rawjson.Members(json, make([]rawjson.Member, 0, 3))
 	for _, m := range members {
 		if m.Name == "name" {
 			name, _ := rawjson.String(m.Value)
@@ -127,6 +147,16 @@ func (x *Index) NameAt(i int) string {
 		}
 	}
 	return ""
+}
+
+// NameOf returns the name of the category id as this snapshot holds it,
+// and false when it holds none.
+func (s *Snapshot) NameOf(id int64) (string, bool) {
+	json, ok := s.Get(id)
+	if !ok {
+		return "", false
+	}
+	return nameIn(json), true
 }
 
 // Publish makes everything added so far visible to readers.

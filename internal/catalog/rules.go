@@ -24,10 +24,11 @@ var blankLookAlikes = [...]rune{0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
 // CheckName returns what is wrong with a trimmed name, or "". A name must be
 // visible and stable: at most MaxNameLen characters, its characters assigned
 // in the build's Unicode tables (so a newer Go cannot fold it differently
-// than the one that stored it), with no control, bidirectional control or
-// line separator characters, no invisible (default-ignorable) ones outside
-// the places where they shape what is shown (see ignorableAllowed), and at
-// least one character that is not a blank look-alike.
+// than the one that stored it), with no control, bidirectional control,
+// line separator, format (Cf) or private-use (Co) characters and no U+2800;
+// no invisible (default-ignorable) ones outside the places where they shape
+// what is shown (see ignorableAllowed), and at least one character that is
+// not a blank look-alike.
 func CheckName(name string) string {
 	if printable.All(name) && len(name) <= MaxNameLen {
 		// Every printable ASCII character but the space is visible, and a
@@ -45,15 +46,20 @@ func CheckName(name string) string {
 		return fmt.Sprintf("name must be at most %d characters after trimming white space, got %d", MaxNameLen, n)
 	}
 	visible := false
-	prev := rune(-1)  // the character before r, -1 at the start
-	joinable := false // prev is a visible character, or a mark or selector that belongs to one
+	prev := rune(-1) // the character before r, -1 at the start
+	base := rune(-1) // the visible character that prev is, or whose marks and selectors prev ends; -1 when none
 	for i, r := range name {
-		if msg := checkNameRune(name, i, r, prev, joinable); msg != "" {
+		if msg := checkNameRune(name, i, r, prev, base); msg != "" {
 			return msg
 		}
 		v := isVisible(r)
+		switch {
+		case v:
+			base = r // an emoji's skin tone (Sk) is a symbol of its own
+		case !unicode.Is(unicode.M, r) && !isEmojiSelector(r):
+			base = -1
+		}
 		visible = visible || v
-		joinable = v || joinable && (unicode.Is(unicode.M, r) || isEmojiSelector(r))
 		prev = r
 	}
 	if !visible {
@@ -63,8 +69,8 @@ func CheckName(name string) string {
 }
 
 // checkNameRune returns what is wrong with r, the character of name at byte
-// i, after prev, or "".
-func checkNameRune(name string, i int, r, prev rune, joinable bool) string {
+// i, after prev, whose visible base is base (-1: none), or "".
+func checkNameRune(name string, i int, r, prev, base rune) string {
 	switch {
 	case unicode.IsControl(r):
 		return "name must not contain control characters, found " + CodePoint(r)
@@ -74,34 +80,51 @@ func checkNameRune(name string, i int, r, prev rune, joinable bool) string {
 		return "name must not contain bidirectional control characters, found " + CodePoint(r)
 	case r == '\u2028' || r == '\u2029':
 		return "name must not contain line or paragraph separators, found " + CodePoint(r)
+	case unicode.Is(unicode.Co, r):
+		// Private use: shown as whatever a font makes of it, or nothing.
+		return "name must not contain private-use characters, found " + CodePoint(r)
+	case r == '\u2800':
+		return "name must not contain U+2800 (a braille pattern that prints as a blank), found " + CodePoint(r)
 	}
 	if msg := checkCodePoint("name", r); msg != "" {
 		return msg
 	}
-	if isDefaultIgnorable(r) && !ignorableAllowed(name, i, r, prev, joinable) {
+	if (isDefaultIgnorable(r) || unicode.Is(unicode.Cf, r)) && !ignorableAllowed(name, i, r, prev, base) {
 		// Invisible: "dog" with one inside would look like "dog" and
 		// pass as another name.
-		return "name must not contain invisible (default-ignorable) characters, found " + CodePoint(r) +
-			"; ZWJ and ZWNJ only between two visible characters, U+FE0E and U+FE0F only right after a symbol"
+		return "name must not contain invisible or format characters, found " + CodePoint(r) +
+			"; ZWJ and ZWNJ only inside a word of a script other than Latin, Greek and Cyrillic" +
+			" (and ZWJ between two symbols), U+FE0E and U+FE0F only right after a symbol"
 	}
 	return ""
 }
 
-// ignorableAllowed reports whether the default-ignorable r at byte i of name
-// is one of those that change how visible neighbours are shown: ZWJ and ZWNJ
-// between two visible characters (emoji sequences, the joining of Arabic or
-// Indic letters), where a visible character keeps its combining marks and
-// presentation selector; U+FE0E and U+FE0F right after a symbol (text or
-// emoji presentation).
-func ignorableAllowed(name string, i int, r, prev rune, joinable bool) bool {
+// ignorableAllowed reports whether the invisible r at byte i of name is one
+// of those that change how visible neighbours are shown: ZWJ and ZWNJ
+// between two letters of a script that joins or forms conjuncts (Arabic,
+// Persian, the Indic scripts: any but Latin, Greek and Cyrillic, where they
+// change nothing), the first with its combining marks; ZWJ between two
+// symbols (emoji sequences), the first with its presentation selector; U+FE0E and U+FE0F right after a symbol (text or emoji
+// presentation).
+func ignorableAllowed(name string, i int, r, prev, base rune) bool {
 	switch r {
 	case '\u200C', '\u200D':
 		next, size := utf8.DecodeRuneInString(name[i+utf8.RuneLen(r):])
-		return joinable && size > 0 && isVisible(next)
+		if size == 0 || base < 0 {
+			return false
+		}
+		return joiningLetter(base) && joiningLetter(next) ||
+			r == '\u200D' && unicode.IsSymbol(base) && unicode.IsSymbol(next) && isVisible(next)
 	case '\uFE0E', '\uFE0F':
 		return prev >= 0 && unicode.IsSymbol(prev) && isVisible(prev)
 	}
 	return false
+}
+
+// joiningLetter reports whether r is a letter that ZWJ and ZWNJ may stand
+// beside: one of a script other than Latin, Greek and Cyrillic.
+func joiningLetter(r rune) bool {
+	return unicode.IsLetter(r) && isVisible(r) && !unicode.In(r, unicode.Latin, unicode.Greek, unicode.Cyrillic)
 }
 
 // isVisible reports whether r is a visible character: a letter, digit,

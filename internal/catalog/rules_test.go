@@ -6,7 +6,8 @@ import (
 	"unicode"
 )
 
-const invisibleTail = "; ZWJ and ZWNJ only between two visible characters, U+FE0E and U+FE0F only right after a symbol"
+const invisibleTail = "; ZWJ and ZWNJ only inside a word of a script other than Latin, Greek and Cyrillic" +
+	" (and ZWJ between two symbols), U+FE0E and U+FE0F only right after a symbol"
 
 // unassignedRune returns a code point the build's Unicode tables leave
 // unassigned (general category Cn), judged from unicode.Categories so that
@@ -50,15 +51,18 @@ func TestCheckNameAllows(t *testing.T) {
 		{"letters past ASCII at the bound", strings.Repeat("é", MaxNameLen), ""},
 		{"letter past ASCII", "\u0264", ""},
 		{"combining mark after a letter", "e\u0301", ""},
-		{"ZWJ between letters", "a\u200db", ""},
-		{"ZWNJ between letters", "a\u200cb", ""},
 		{"ZWJ between emoji", "\U0001F415\u200d\U0001F9BA", ""},
 		{"ZWJ after an emoji and its selector", "\U0001F3F3\ufe0f\u200d\U0001F308", ""},
+		{"ZWJ after an emoji and its skin tone", "\U0001F469\U0001F3FD\u200d\U0001F4BB", ""},
 		{"ZWJ after a virama", "\u0915\u094d\u200d\u0937", ""},
+		{"ZWNJ after a virama", "\u0915\u094d\u200c\u0937", ""},
+		{"ZWNJ in a Persian word", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", ""},
+		{"ZWJ between Arabic letters", "\u0644\u200d\u0627", ""},
+		{"ZWNJ in Malayalam", "\u0d28\u0d4d\u200c\u0d31", ""},
 		{"emoji presentation after a symbol", "\u2764\ufe0f", ""},
 		{"text presentation after a symbol", "\u2764\ufe0e", ""},
-		{"blank look-alike beside a letter", "\u2800a", ""},
-		{"private use beside a letter", "a\ue000", ""},
+		{"no-break space inside", "do\u00a0g", ""},
+		{"thin space inside", "do\u2009g", ""},
 	})
 }
 
@@ -83,6 +87,13 @@ func TestCheckNameRefuses(t *testing.T) {
 		{"U+FFFE", "a\ufffe", "name must not contain noncharacters, found U+FFFE"},
 		{"U+1FFFF", "a\U0001FFFF", "name must not contain noncharacters, found U+1FFFF"},
 		{"U+10FFFF", "a\U0010FFFF", "name must not contain noncharacters, found U+10FFFF"},
+		{"private use", "dog\ue000", "name must not contain private-use characters, found U+E000"},
+		{"private use alone", "\ue000", "name must not contain private-use characters, found U+E000"},
+		{"private use, plane 15", "a\U000F0000", "name must not contain private-use characters, found U+F0000"},
+		{"private use, plane 16", "a\U0010FFFD", "name must not contain private-use characters, found U+10FFFD"},
+		{"U+2800 last", "dog\u2800", "name must not contain U+2800 (a braille pattern that prints as a blank), found U+2800"},
+		{"U+2800 first", "\u2800dog", "name must not contain U+2800 (a braille pattern that prints as a blank), found U+2800"},
+		{"U+2800 alone", "\u2800", "name must not contain U+2800 (a braille pattern that prints as a blank), found U+2800"},
 	}
 	if r, ok := unassignedRune(t); ok {
 		tests = append(tests, ruleCase{"unassigned", "x" + string(r),
@@ -96,7 +107,7 @@ func TestCheckNameRefuses(t *testing.T) {
 func TestCheckNameRefusesInvisible(t *testing.T) {
 	t.Parallel()
 	invisible := func(cp string) string {
-		return "name must not contain invisible (default-ignorable) characters, found " + cp + invisibleTail
+		return "name must not contain invisible or format characters, found " + cp + invisibleTail
 	}
 	const only = "name must contain at least one visible character (a letter, digit, punctuation or symbol), got only "
 	eight := strings.TrimSpace(strings.Repeat("U+0301 ", 8))
@@ -109,15 +120,28 @@ func TestCheckNameRefusesInvisible(t *testing.T) {
 		{"ZWJ first", "\u200ddog", invisible("U+200D")},
 		{"ZWNJ last", "dog\u200c", invisible("U+200C")},
 		{"two ZWJs", "do\u200d\u200dg", invisible("U+200D")},
-		{"ZWJ before a blank look-alike", "a\u200d\u2800", invisible("U+200D")},
-		{"ZWJ after a lone combining mark", "\u0301\u200da", invisible("U+200D")},
+		{"ZWJ before a blank look-alike", "\u0915\u200d\u3164", invisible("U+200D")},
+		{"ZWJ after a lone combining mark", "\u0301\u200d\u0915", invisible("U+200D")},
+		{"ZWJ between Latin letters", "do\u200dg", invisible("U+200D")},
+		{"ZWNJ between Latin letters", "d\u200cog", invisible("U+200C")},
+		{"ZWJ between Greek letters", "\u03b1\u200d\u03b2", invisible("U+200D")},
+		{"ZWNJ between Cyrillic letters", "\u0434\u200c\u043e", invisible("U+200C")},
+		{"ZWJ after a mark on a Latin letter", "e\u0301\u200dg", invisible("U+200D")},
+		{"ZWJ from a joining letter to a Latin one", "\u0915\u200dg", invisible("U+200D")},
+		{"ZWJ from a Latin letter to a joining one", "g\u200d\u0915", invisible("U+200D")},
+		{"ZWNJ between symbols", "\U0001F415\u200c\U0001F9BA", invisible("U+200C")},
+		{"ZWJ from a symbol to a letter", "\U0001F415\u200d\u0915", invisible("U+200D")},
+		{"ZWJ between digits", "1\u200d2", invisible("U+200D")},
 		{"selector after a letter", "dog\ufe0f", invisible("U+FE0F")},
 		{"selector first", "\ufe0e", invisible("U+FE0E")},
-		{"selector after a blank symbol", "\u2800\ufe0f", invisible("U+FE0F")},
 		{"other variation selector", "d\ufe00og", invisible("U+FE00")},
-		{"blank look-alike only", "\u2800", only + "U+2800"},
+		{"interlinear annotation", "dog\ufff9", invisible("U+FFF9")},
+		{"Arabic number sign", "dog\u0600", invisible("U+0600")},
+		{"Syriac abbreviation mark", "dog\u070f", invisible("U+070F")},
+		{"Kaithi number sign", "dog\U000110BD", invisible("U+110BD")},
+		{"Mongolian vowel separator", "do\u180eg", invisible("U+180E")},
+		{"Egyptian hieroglyph format", "dog\U00013430", invisible("U+13430")},
 		{"combining mark only", "\u0301", only + "U+0301"},
-		{"private use only", "\ue000", only + "U+E000"},
 		{"eight marks", strings.Repeat("\u0301", 8), only + eight},
 		{"many marks", strings.Repeat("\u0301", 20), only + eight + " …"},
 	})

@@ -141,6 +141,15 @@ func (s *Etcd) nameCached(key string) bool {
 	return s.idx.Has(key)
 }
 
+// nameHolder returns the id and name of the cached category whose folded
+// name is key; 0 and "" when there is none.
+func (s *Etcd) nameHolder(key string) (id int64, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, name, _ = s.idx.Holder(key)
+	return id, name
+}
+
 // appliedRevision returns the revision the cache is complete up to.
 func (s *Etcd) appliedRevision() int64 {
 	s.mu.Lock()

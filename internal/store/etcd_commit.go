@@ -343,13 +343,16 @@ func (s *Etcd) checkNames(batch []*createRequest) (pending []*pendingCreate, lat
 	for _, req := range batch {
 		_, dup := s.seen[req.key]
 		switch {
-		case dup && req.nc.Key != nil:
-			later = append(later, req) // one txn cannot claim a name twice
+		case dup:
+			// One txn cannot claim a name twice; and the first claim is
+			// not the name's until its txn commits.
+			later = append(later, req)
 			continue
-		case dup || req.nc.Key == nil && s.idx.Has(req.key):
+		case req.nc.Key == nil && s.idx.Has(req.key):
 			// A keyed create whose name is taken may be the retry of the
 			// create that took it, on another instance: the txn tells.
-			req.err = catalog.NameTaken(req.nc.Name)
+			id, name, _ := s.idx.Holder(req.key)
+			req.err = catalog.NameTaken(req.nc.Name, id, name)
 			continue
 		}
 		s.seen[req.key] = struct{}{}
@@ -500,7 +503,8 @@ func (s *Etcd) settleOne(p *pendingCreate, name, key *etcd.RangeResponse) (again
 		p.req.at = s.now()
 		return false, true
 	}
-	p.req.err = catalog.NameTaken(p.req.nc.Name)
+	held, _ := s.idx.Snapshot().NameOf(claim.ID) // "" until the watch brings it
+	p.req.err = catalog.NameTaken(p.req.nc.Name, claim.ID, held)
 	return false, false
 }
 

@@ -101,7 +101,8 @@ func (s *Etcd) keyedTaken(ctx context.Context, nc catalog.NewCategory) (replayOf
 		return 0, true, catalog.ErrUnavailable
 	}
 	if len(r.Kvs) == 0 {
-		return 0, true, catalog.NameTaken(nc.Name)
+		id, name := s.nameHolder(catalog.FoldName(nc.Name))
+		return 0, true, catalog.NameTaken(nc.Name, id, name)
 	}
 	claim, err := parseKeyClaim(r.Kvs[0])
 	if err != nil {

@@ -61,9 +61,13 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 					t.Errorf("id of %q: got %d, want %d", name, c.ID, i+1)
 				}
 			}
-			_, err := s.Create(context.Background(), catalog.NewCategory{Name: "DOG"})
-			if !errors.Is(err, catalog.ErrNameTaken) {
-				t.Errorf("create DOG: got %v, want a conflict", err)
+			key := catalog.NewIdempotencyKey([32]byte{1}, "a-new-key")
+			for _, nc := range []catalog.NewCategory{{Name: "DOG"}, {Name: "DOG", Key: key}} {
+				_, err := s.Create(context.Background(), nc)
+				var taken *catalog.NameTakenError
+				if !errors.As(err, &taken) || taken.ID != 1 || taken.Stored != "dog" {
+					t.Errorf("create DOG (keyed %v): got %v, want the name held by dog (id 1)", nc.Key != nil, err)
+				}
 			}
 			if got, want := listString(t, s), `[{"id":1,"name":"dog"},{"id":2,"name":"cat"}]`; got != want {
 				t.Errorf("list: got %s, want %s", got, want)
@@ -132,8 +136,9 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
 	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
 	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
-	if !errors.Is(err, catalog.ErrNameTaken) {
-		t.Fatalf("create dog: got %v, want a conflict", err)
+	var taken *catalog.NameTakenError
+	if !errors.As(err, &taken) || taken.ID != 1 || taken.Stored != "" && taken.Stored != "Dog" {
+		t.Fatalf("create dog: got %v, want the name held by category 1", err)
 	}
 	if c := mustStoreCreate(t, s, "cat"); c.ID != 2 {
 		t.Errorf("cat: got id %d, want 2", c.ID)

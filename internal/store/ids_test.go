@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"petstore/internal/catalog"
@@ -113,5 +115,75 @@ func TestMemoryStoreIDsRunOut(t *testing.T) {
 	}
 	if n := snapshotOf(t, s).Len(); n != 2 {
 		t.Errorf("categories: got %d, want 2", n)
+	}
+}
+
+// A create refused for a taken name is told which category holds it, as
+// stored; one refused for a name another create of its own batch takes is
+// told that create's category, and when the batch's write fails it gets
+// the batch's failure instead: the name was not taken after all.
+func TestNameTakenNamesTheHolder(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		hold := storetest.NewHold(t)
+		s := openTestStore(t, filepath.Join(t.TempDir(), "cats.jsonl"), func(o *Options) { o.OnBatch = hold.OnBatch })
+		type answer struct {
+			name string
+			c    Created
+			err  error
+		}
+		answers := make(chan answer, 3)
+		create := func(name string) {
+			go func() {
+				c, err := s.Create(context.Background(), catalog.NewCategory{Name: name})
+				answers <- answer{name, c, err}
+			}()
+		}
+		create("ｄｏｇ")
+		if n := hold.NextBatch(t); n != 1 {
+			t.Fatalf("first batch: %d creates, want 1", n)
+		}
+		create("cat")
+		waitFor(t, "cat to queue", func() bool { return len(s.w.queue) == 1 })
+		create("CAT")
+		waitFor(t, "CAT to queue", func() bool { return len(s.w.queue) == 2 })
+		if fail { // ｄｏｇ's batch is written; the next one fails
+			written, appendLines := 0, s.appendLines
+			s.appendLines = func(b []byte) error {
+				if written++; written > 1 {
+					return errors.New("the disk is gone")
+				}
+				return appendLines(b)
+			}
+		}
+		hold.Release()
+		got := map[string]answer{}
+		for range 3 {
+			a := <-answers
+			got[a.name] = a
+		}
+		if a := got["ｄｏｇ"]; a.err != nil || a.c.ID != 1 {
+			t.Fatalf("ｄｏｇ: %+v", a)
+		}
+		var taken *catalog.NameTakenError
+		switch {
+		case !fail:
+			if a := got["cat"]; a.err != nil || a.c.ID != 2 {
+				t.Fatalf("cat: %+v", a)
+			}
+			if !errors.As(got["CAT"].err, &taken) || taken.ID != 2 || taken.Stored != "cat" || taken.Name != "CAT" {
+				t.Errorf("CAT, in cat's batch: %v, want the name held by cat (id 2)", got["CAT"].err)
+			}
+			_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
+			if !errors.As(err, &taken) || taken.ID != 1 || taken.Stored != "ｄｏｇ" || taken.Name != "dog" {
+				t.Errorf("dog after ｄｏｇ: %v, want the name held by ｄｏｇ (id 1)", err)
+			}
+		default:
+			for _, name := range []string{"cat", "CAT"} {
+				if err := got[name].err; err == nil || errors.As(err, &taken) || !strings.Contains(err.Error(), "the disk is gone") {
+					t.Errorf("%s, in a batch whose write failed: %v, want the write's failure", name, err)
+				}
+			}
+		}
 	}
 }

@@ -40,7 +40,7 @@ type Journal struct {
 	onCommit func(n int, took time.Duration) // see Options
 
 	// Scratch space of the writer goroutine.
-	seen    map[string]struct{}
+	seen    map[string]*createRequest
 	records []byte
 }
 
@@ -79,7 +79,7 @@ func OpenJournal(path string, opts Options) (*Journal, error) {
 		warnCollisions(idx, j.Path(), collisions, opts.Log)
 	}
 	idx.Publish()
-	s := &Journal{idx: idx, j: j, keys: keys, now: opts.Now, max: opts.MaxCategories, seen: make(map[string]struct{}), onCommit: opts.OnCommit}
+	s := &Journal{idx: idx, j: j, keys: keys, now: opts.Now, max: opts.MaxCategories, seen: make(map[string]*createRequest), onCommit: opts.OnCommit}
 	s.appendLines = j.Append
 	s.w = newGroupWriter(journal.MaxAppendLines, s.commit, opts.OnBatch)
 	s.keyed = createPath{keys: keys, get: s.Get, commit: s.w.do}

@@ -18,7 +18,7 @@ type Memory struct {
 	max   int64 // categories at most
 
 	mu    sync.Mutex // serialises creates
-	seen  map[string]struct{}
+	seen  map[string]*createRequest
 	batch [1]*createRequest
 }
 
@@ -26,7 +26,7 @@ type Memory struct {
 // Idempotency-Key expiry and clock, and the bound on the catalogue.
 func NewMemory(opts Options) *Memory {
 	opts = opts.withDefaults()
-	s := &Memory{idx: catalog.NewIndex(0, 0), now: opts.Now, max: opts.MaxCategories, seen: make(map[string]struct{})}
+	s := &Memory{idx: catalog.NewIndex(0, 0), now: opts.Now, max: opts.MaxCategories, seen: make(map[string]*createRequest)}
 	s.keyed = createPath{keys: newIdempotencyTable(opts.IdempotencyTTL, opts.Now), get: s.Get, commit: s.commit}
 	return s
 }

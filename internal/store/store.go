@@ -77,6 +77,10 @@ type createRequest struct {
 	// replayOf is the category an earlier create with the same
 	// Idempotency-Key made, found while committing (the etcd store).
 	replayOf int64
+
+	// takenInBatch: err is the name taken by a create of the same batch,
+	// which is not stored until the batch is.
+	takenInBatch bool
 }
 
 func newCreateRequest(nc catalog.NewCategory) *createRequest {
@@ -88,7 +92,7 @@ func newCreateRequest(nc catalog.NewCategory) *createRequest {
 // the others get their error. Creates that would take the catalogue past
 // maxCategories get catalog.ErrQuotaExceeded. seen is scratch space.
 // Nothing changes in x until applyBatch. It returns how many it accepted.
-func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struct{}, now time.Time, maxCategories int64) int {
+func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]*createRequest, now time.Time, maxCategories int64) int {
 	clear(seen)
 	next := x.LastID()
 	accepted := 0
@@ -97,8 +101,13 @@ func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struc
 	// restart, and never sooner than the TTL after the create.
 	at := now.Add(time.Second - 1).Truncate(time.Second)
 	for _, req := range batch {
-		if _, dup := seen[req.key]; dup || x.Has(req.key) {
-			req.err = catalog.NameTaken(req.nc.Name)
+		if holder, dup := seen[req.key]; dup {
+			req.err = catalog.NameTaken(req.nc.Name, holder.cat.ID, holder.cat.Name)
+			req.takenInBatch = true
+			continue
+		}
+		if id, name, taken := x.Holder(req.key); taken {
+			req.err = catalog.NameTaken(req.nc.Name, id, name)
 			continue
 		}
 		if int64(x.Len()+accepted) >= maxCategories {
@@ -111,7 +120,7 @@ func assignBatch(x *catalog.Index, batch []*createRequest, seen map[string]struc
 			req.err = catalog.ErrIDsExhausted
 			continue
 		}
-		seen[req.key] = struct{}{}
+		seen[req.key] = req
 		next++
 		req.cat = req.nc.WithID(next)
 		req.at = at
@@ -130,10 +139,12 @@ func applyBatch(x *catalog.Index, batch []*createRequest) {
 	x.Publish()
 }
 
-// failBatch gives err to every create of the batch that has no error yet.
+// failBatch gives err to every create of the batch that has no error yet,
+// and to those refused for a name the batch itself would have taken: it
+// is not taken after all.
 func failBatch(batch []*createRequest, err error) {
 	for _, req := range batch {
-		if req.err == nil {
+		if req.err == nil || req.takenInBatch {
 			req.err = err
 		}
 	}
