@@ -1,8 +1,11 @@
 package main
 
 import (
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,5 +74,70 @@ func TestExportLeavesTheJournalAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".torn"); err == nil {
 		t.Errorf("-export wrote a .torn file")
+	}
+}
+
+// A failed -export leaves no file behind, partial or empty: -export FILE
+// writes nothing, a shell's `> FILE` is removed again, `>> FILE` and an
+// existing FILE are left as they were. Once the export can run, both forms
+// write the whole export. The journal's lock, held by a running petstore,
+// makes it fail.
+func TestFailedExportLeavesNoFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "cats.jsonl")
+	svc := startRun(t, baseEnv(journal))
+	mustCreateVia(t, http.DefaultClient, svc.url(""), "dog", 1)
+	bin := petstoreBinary(t)
+	sh := func(script string) (string, error) {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PETSTORE_DATA=" + journal, "PETSTORE=" + bin}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	files := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	const kept = "an older backup\n"
+	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), []byte(kept), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{`"$PETSTORE" -export new.jsonl`, `"$PETSTORE" -export > new.jsonl`, `"$PETSTORE" -export old.jsonl`, `"$PETSTORE" -export >> old.jsonl`} {
+		out, err := sh(script)
+		if err == nil || !strings.Contains(out, "in use by another petstore") {
+			t.Errorf("%s while petstore runs: %v, %s; want it refused", script, err, out)
+		}
+		if got := files(); !slices.Equal(got, []string{"cats.jsonl", "old.jsonl"}) {
+			t.Errorf("%s while petstore runs left %v; want only cats.jsonl and old.jsonl", script, got)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "old.jsonl")); string(b) != kept {
+			t.Errorf("%s while petstore runs: old.jsonl holds %q, want it as it was", script, b)
+		}
+	}
+	if err := svc.stop(); err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"format":"petstore-categories","version":1}` + "\n" + `{"id":1,"name":"dog"}` + "\n"
+	for _, script := range []string{`"$PETSTORE" -export new.jsonl`, `"$PETSTORE" -export > new.jsonl`, `"$PETSTORE" -export old.jsonl`} {
+		if out, err := sh(script); err != nil {
+			t.Fatalf("%s: %v, %s", script, err, out)
+		}
+	}
+	for _, name := range []string{"new.jsonl", "old.jsonl"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("%s after the exports: %q, want %q", name, b, want)
+		}
+	}
+	if got := files(); !slices.Equal(got, []string{"cats.jsonl", "new.jsonl", "old.jsonl"}) {
+		t.Errorf("the directory after the exports: %v", got)
 	}
 }

@@ -92,7 +92,7 @@ var defaultLimits = limits{
 }
 
 // commandsUsage is what -h says before the variables (see writeUsage).
-const commandsUsage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export | -import FILE]
+const commandsUsage = `Usage: petstore [-h | -version | -openapi | -openapi-3.0 | -export [FILE] | -import FILE]
 
 petstore serves the Pet Catalogue API. Without a flag it serves until it is
 stopped (SIGINT or SIGTERM); SIGHUP reads the key file and the TLS pair
@@ -103,8 +103,9 @@ again. A flag runs one command instead and exits:
                      revision and time when recorded) and the Go version
   -openapi           write the OpenAPI 3.1 document to stdout
   -openapi-3.0       write the same document in OpenAPI 3.0.3 to stdout
-  -export            write the categories of PETSTORE_DATA to stdout, in the
-                     journal format
+  -export [FILE]     write the categories of PETSTORE_DATA to FILE (all of
+                     them, or no file at all) or to stdout, in the journal
+                     format
   -import FILE       copy the journal FILE into the empty etcd prefix
                      PETSTORE_DATA names, keeping ids
 
@@ -250,13 +251,15 @@ func runTool(args []string, environ []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if args[0] == "-export" && len(args) == 1 {
-			return exportCategories(cfg, log, stdout, stderr)
-		}
-		if args[0] == "-import" && len(args) == 2 {
+		switch {
+		case args[0] == "-export" && len(args) == 1:
+			return exportToStdout(cfg, log, stdout, stderr)
+		case args[0] == "-export" && len(args) == 2:
+			return exportToFile(cfg, log, args[1], stderr)
+		case args[0] == "-import" && len(args) == 2:
 			return importJournal(cfg, log, args[1], stderr)
 		}
-		return fmt.Errorf("usage: petstore -import JOURNAL_FILE, or petstore -export (see -help)")
+		return fmt.Errorf("usage: petstore -import JOURNAL_FILE, or petstore -export [FILE] (see -help)")
 	}
 	return fmt.Errorf("unexpected argument %q: petstore is configured through PETSTORE_* environment variables (see -help)", args[0])
 }
