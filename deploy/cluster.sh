@@ -104,10 +104,15 @@ echo $$ >"$DIR/script.pid"
 
 # port_free PORT: nothing accepts connections on it.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Ports come from below the kernel's ephemeral range (32768-60999 on
+# Linux), which it hands to outgoing connections: one taken from inside it
+# could be given away between the pick and etcd's bind.
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$ephemeral_low" -gt 12000 ] 2>/dev/null || ephemeral_low=32768
 pick_port() {
 	local p
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((10000 + RANDOM % (ephemeral_low - 10000)))
 		if port_free "$p" && ! grep -qw "$p" "$DIR/ports.new" 2>/dev/null; then
 			echo "$p" | tee -a "$DIR/ports.new"
 			return
@@ -159,10 +164,26 @@ for i in 1 2 3; do
 		--initial-cluster "$INITIAL" --initial-cluster-token petstore-local \
 		--initial-cluster-state new >"$DIR/m$i.log" 2>&1 &
 	echo "$! etcd-m$i $client" >>"$DIR/pids"
+	disown $! # this script watches it (below); bash reports no job line when it is killed
 done
+
+# exited_now: say which process of DIR/pids has exited, with the end of
+# its log, and fail; succeed while all run.
+exited_now() {
+	local pid what url log
+	while read -r pid what url; do
+		kill -0 "$pid" 2>/dev/null && continue
+		log="$DIR/${what#etcd-}.log"
+		say "cluster.sh: $what (pid $pid) exited at start; the end of $log:"
+		tail -n 5 "$log" | sed 's/^/  /' >&2
+		return 0
+	done <"$DIR/pids"
+	return 1
+}
 
 say "waiting for the etcd cluster"
 for _ in $(seq 1 300); do
+	exited_now && exit 1
 	healthy=0
 	for port in "$CLIENT1" "$CLIENT2" "$CLIENT3"; do
 		curl -fs --max-time 1 "http://127.0.0.1:$port/health" | grep -q '"health":"true"' && healthy=$((healthy + 1))
@@ -177,10 +198,12 @@ for name in A B; do
 	PETSTORE_ADDR="127.0.0.1:${!port_var}" PETSTORE_API_KEYS_FILE="$DIR/api-key" \
 		PETSTORE_DATA="etcd://$ENDPOINTS/petstore" "$DIR/petstore" 2>"$DIR/petstore-$name.log" &
 	echo "$! petstore-$name" >>"$DIR/pids"
+	disown $!
 done
 for port in "$HTTP_A" "$HTTP_B"; do
 	for _ in $(seq 1 100); do
 		curl -fs --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" && break
+		exited_now && exit 1
 		sleep 0.1
 	done
 	curl -fs --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" || { say "cluster.sh: petstore on $port did not start; see $DIR/petstore-*.log"; exit 1; }
@@ -220,6 +243,7 @@ while :; do
 		elif [ -z "${gone[$pid]:-}" ]; then
 			gone[$pid]=1
 			say "cluster.sh: $what (pid $pid) exited; the others keep running (log: $DIR/${what#etcd-}.log)"
+			tail -n 2 "$DIR/${what#etcd-}.log" | sed 's/^/  /' >&2
 		fi
 	done <"$DIR/pids"
 	[ "$alive" -gt 0 ] || break

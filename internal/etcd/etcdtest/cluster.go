@@ -43,8 +43,9 @@ type Member struct {
 	done chan struct{}
 }
 
-// binary returns the path of etcd, or skips (or fails, when required).
-func binary(t testing.TB) string {
+// Binary returns the path of etcd, or skips the test (fails it when
+// PETSTORE_TEST_REQUIRE_ETCD=1) when there is none.
+func Binary(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("etcd")
 	if err != nil {
@@ -85,7 +86,7 @@ func freePorts(t testing.TB, n int) []int {
 // the test.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	bin := binary(t)
+	bin := Binary(t)
 	const n = 3
 	ports := freePorts(t, 2*n)
 	dir := t.TempDir()
