@@ -104,7 +104,7 @@ func (c *clusterScript) exited() bool {
 func startClusterScript(t *testing.T, dir, etcd string) *clusterScript {
 	t.Helper()
 	c := &clusterScript{cmd: exec.Command("deploy/cluster.sh", dir), out: &testkit.LockedBuffer{}, done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "ETCD="+etcd)
+	c.cmd.Env = append(os.Environ(), "ETCD="+etcd, "PETSTORE="+petstoreBinary(t))
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {

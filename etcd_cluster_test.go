@@ -121,7 +121,7 @@ func checkConsecutive(t *testing.T, list []categoryBody) {
 // and a create listed by the other within a second.
 func TestEtcdTwoInstances(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	a := startRun(t, baseEnv(cluster.Data("two")))
 	b := startRun(t, baseEnv(cluster.Data("two")))
 	bases := []string{a.url(""), b.url("")}
@@ -497,7 +497,7 @@ func TestEtcdLeaderKill(t *testing.T) {
 // journal format (version 1: an export holds no keys).
 func TestEtcdImportExport(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	journalText := journal.Header(1) + "\n" +
 		`{"id":1,"name":"dog","description":"Loyal"}` + "\n" +
 		`{"id":2,"name":"Cat"}` + "\n" +

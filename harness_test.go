@@ -33,9 +33,10 @@ import (
 const e2eKey = "e2e-Secret-Kq7Zp2Xv9Lm4"
 
 // Bounds on waiting for the service; generous, since they only matter when
-// something is broken.
+// something is broken (a start that reads megabytes from etcd on a machine
+// busy with the rest of the suite can take 10 s).
 const (
-	startTimeout = 10 * time.Second
+	startTimeout = 30 * time.Second
 	stopTimeout  = 15 * time.Second // more than defaultGrace
 	defaultGrace = 10 * time.Second // PETSTORE_SHUTDOWN_GRACE's default
 )

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"petstore/internal/etcd/etcdtest"
 	"petstore/internal/openapi/openapitest"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	testkit.RaiseParallel(4)
 	code := m.Run()
 	testBinary.Remove()
+	etcdtest.StopShared()
 	if code == 0 {
 		missing, checked, err := undocumentedStatuses()
 		switch {

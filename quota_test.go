@@ -158,7 +158,7 @@ func TestCatalogueCapAcrossRestarts(t *testing.T) {
 // quota_exceeded to every other create.
 func TestEtcdCatalogueCapTwoInstances(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	const limit, workers = 12, 32
 	env := baseEnv(cluster.Data("capped"))
 	env["PETSTORE_MAX_CATEGORIES"] = fmt.Sprint(limit)

@@ -21,7 +21,8 @@
 # Without DIR, a temporary directory is used (and kept, for the logs).
 #
 # Needs etcd (Debian: apt-get install etcd-server), curl, and go to build
-# petstore. ETCD=/path/to/etcd picks another binary.
+# petstore. ETCD=/path/to/etcd picks another etcd binary, PETSTORE=/path/to/
+# petstore a petstore already built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -150,8 +151,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say "building petstore"
-go build -o "$DIR/petstore" .
+if [ -n "${PETSTORE:-}" ]; then
+	cp "$PETSTORE" "$DIR/petstore"
+else
+	say "building petstore"
+	go build -o "$DIR/petstore" .
+fi
 
 INITIAL="m1=http://127.0.0.1:$PEER1,m2=http://127.0.0.1:$PEER2,m3=http://127.0.0.1:$PEER3"
 ENDPOINTS="127.0.0.1:$CLIENT1,127.0.0.1:$CLIENT2,127.0.0.1:$CLIENT3"

@@ -42,7 +42,7 @@ func openClusterStore(t *testing.T, cluster *etcdtest.Cluster, prefix string, op
 // back after a reopen.
 func TestEtcdLargeCategoriesReopen(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	s := openClusterStore(t, cluster, "large")
 	desc := strings.Repeat("<", catalog.MaxDescriptionLen) // 6 bytes of JSON each
 	var wg sync.WaitGroup
@@ -74,7 +74,7 @@ func TestEtcdLargeCategoriesReopen(t *testing.T) {
 // it goes in a txn of its own and is answered with its create.
 func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	x, y := openClusterStore(t, cluster, "keyed"), openClusterStore(t, cluster, "keyed")
 	k1 := catalog.NewIdempotencyKey(scopeOf("aaaa0000"), "k1")
 	first, err := x.Create(context.Background(), catalog.NewCategory{Name: "dog", Key: k1})
@@ -97,7 +97,7 @@ func TestEtcdKeyedRetryBesideSameName(t *testing.T) {
 // fail keyed creates: the store grants a new one and puts the key again.
 func TestEtcdKeyedCreateAfterLeaseRevoked(t *testing.T) {
 	t.Parallel()
-	cluster := etcdtest.StartCluster(t)
+	cluster := etcdtest.Shared(t)
 	s := openClusterStore(t, cluster, "lease")
 	key := func(k, name string) catalog.NewCategory {
 		nc := catalog.NewCategory{Name: name}

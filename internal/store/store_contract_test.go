@@ -122,7 +122,7 @@ func forEachStore(t *testing.T, cases []storeCase) {
 		})
 	})
 	t.Run("etcd cluster", func(t *testing.T) {
-		cluster := etcdtest.StartCluster(t)
+		cluster := etcdtest.Shared(t)
 		n := 0
 		runCases(t, true, true, func(*testing.T) storeOpener {
 			n++

@@ -20,13 +20,14 @@ import (
 )
 
 // A real etcd cluster for integration tests: three members on 127.0.0.1,
-// free ports, data in t.TempDir(), started and stopped by the test itself.
-// Without an etcd binary StartCluster skips loudly, unless
-// PETSTORE_TEST_REQUIRE_ETCD=1 (set by .ci/run), which makes it fail.
+// free ports, data in t.TempDir(), started and stopped by the test itself
+// (StartCluster); or one cluster the tests of a package share (Shared),
+// for tests that keep to prefixes of their own and stop no member.
+// Without an etcd binary both skip loudly, unless
+// PETSTORE_TEST_REQUIRE_ETCD=1 (set by .ci/run), which makes them fail.
 
 // Cluster is a cluster a test started.
 type Cluster struct {
-	t       testing.TB
 	members []*Member
 	client  *http.Client // for /health and status; 2 s per request
 }
@@ -86,15 +87,63 @@ func freePorts(t testing.TB, n int) []int {
 // the test.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	c := startCluster(t, t.TempDir())
+	t.Cleanup(c.kill)
+	c.WaitHealthy(t, 30*time.Second)
+	return c
+}
+
+// shared is the cluster of Shared.
+var shared struct {
+	once sync.Once
+	dir  string
+	c    *Cluster
+}
+
+// Shared returns the cluster the tests of this process share, started by
+// the first to ask. A test that shares it keeps to a prefix of its own,
+// stops no member and measures nothing cluster-wide (others write beside
+// it). The package's TestMain stops it with StopShared.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	Binary(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "petstore-etcd-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+		shared.c = startCluster(t, dir)
+	})
+	if shared.c == nil {
+		t.Fatal("the shared etcd cluster did not start (see the test that started it)")
+	}
+	shared.c.WaitHealthy(t, 30*time.Second)
+	return shared.c
+}
+
+// StopShared kills the shared cluster, if one was started, and removes its
+// data.
+func StopShared() {
+	if shared.c != nil {
+		shared.c.kill()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
+// startCluster starts three members with their data in dir.
+func startCluster(t testing.TB, dir string) *Cluster {
+	t.Helper()
 	bin := Binary(t)
 	const n = 3
 	ports := freePorts(t, 2*n)
-	dir := t.TempDir()
 	var initial []string
 	for i := range n {
 		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i+1, ports[n+i]))
 	}
-	c := &Cluster{t: t, client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+	c := &Cluster{client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}}
 	for i := range n {
 		name := fmt.Sprintf("m%d", i+1)
 		client := fmt.Sprintf("127.0.0.1:%d", ports[i])
@@ -109,13 +158,14 @@ func StartCluster(t testing.TB) *Cluster {
 		c.members = append(c.members, m)
 		m.Start(t)
 	}
-	t.Cleanup(func() {
-		for _, m := range c.members {
-			m.Kill()
-		}
-	})
-	c.WaitHealthy(t, 30*time.Second)
 	return c
+}
+
+// kill kills every member.
+func (c *Cluster) kill() {
+	for _, m := range c.members {
+		m.Kill()
+	}
 }
 
 // Start starts the member's etcd process (again, after Kill), with its data
