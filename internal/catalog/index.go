@@ -185,8 +185,6 @@ type Snapshot struct {
 	names *nameTable
 }
 
-// listClose ends the JSON array that Snapshot.list opens.
-var listClose = []byte{']'}
 
 // Len returns the number of categories.
 func (s *Snapshot) Len() int { return len(s.items) }
@@ -199,17 +197,11 @@ func (s *Snapshot) LastID() int64 { return lastID(s.items) }
 func (s *Snapshot) ETag() string { return s.etag }
 
 // Size returns the length in bytes of the list's JSON array.
-func (s *Snapshot) Size() int { return len(s.list) + len(listClose) }
+func (s *Snapshot) Size() int { return len(s.list) + len("]") }
 
-// WriteTo writes the JSON array of every category, sorted by id.
-func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(s.list)
-	if err != nil {
-		return int64(n), err
-	}
-	m, err := w.Write(listClose)
-	return int64(n + m), err
-}
+// WriteTo writes the JSON array of every category, sorted by id, in as
+// few writes as a server writing the whole array at once (see writeArray).
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) { return writeArray(w, true, s.list) }
 
 // Get returns the JSON of the category with the given id, and false if
 // there is none. The caller must not modify the bytes.
@@ -233,26 +225,26 @@ func (s *Snapshot) At(i int) (id int64, json []byte) {
 	return s.items[i].id, s.list[start:end:end]
 }
 
-// Page returns the JSON array of at most limit categories whose id is
-// greater than after, in ascending id, as the three parts to write one after
-// the other (the array's bytes are shared, not copied), and whether more
-// categories follow the page. It costs a binary search, whatever Len is.
-// limit ≤ 0 means no limit.
-func (s *Snapshot) Page(after int64, limit int) (opening, body, closing []byte, last int64, more bool) {
+// Page returns the items of the JSON array of at most limit categories
+// whose id is greater than after, in ascending id, joined by commas (the
+// snapshot's bytes, not a copy: write them with WriteArray), the last id,
+// and whether more categories follow the page. It costs a binary search,
+// whatever Len is. limit ≤ 0 means no limit.
+func (s *Snapshot) Page(after int64, limit int) (items []byte, last int64, more bool) {
 	i := sort.Search(len(s.items), func(i int) bool { return s.items[i].id > after })
 	j := len(s.items)
 	if limit > 0 && j-i > limit {
 		j = i + limit
 	}
 	if i == j {
-		return s.list[:1], nil, listClose, 0, false
+		return nil, 0, false
 	}
 	start := 1
 	if i > 0 {
 		start = s.items[i-1].end + 1
 	}
 	end := s.items[j-1].end
-	return s.list[:1], s.list[start:end:end], listClose, s.items[j-1].id, j < len(s.items)
+	return s.list[start:end:end], s.items[j-1].id, j < len(s.items)
 }
 
 // Find returns the id and JSON of the category whose folded name is key

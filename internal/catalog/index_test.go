@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -51,10 +52,55 @@ func TestSnapshotPage(t *testing.T) {
 		{6, 5, `[]`, 0, false},
 		{1 << 62, 5, `[]`, 0, false},
 	} {
-		a, b, z, last, more := s.Page(c.after, c.limit)
-		got := strings.Join([]string{string(a), string(b), string(z)}, "")
+		items, last, more := s.Page(c.after, c.limit)
+		var b strings.Builder
+		WriteArray(&b, items)
+		got := b.String()
 		if got != c.want || last != c.last || more != c.more {
 			t.Errorf("Page(%d, %d): got %s %d %v, want %s %d %v", c.after, c.limit, got, last, more, c.want, c.last, c.more)
+		}
+	}
+}
+
+// recordedWrites keeps each Write's bytes.
+type recordedWrites [][]byte
+
+func (r *recordedWrites) Write(p []byte) (int, error) {
+	*r = append(*r, bytes.Clone(p))
+	return len(p), nil
+}
+
+// An array of up to JoinLimit bytes goes in one Write; a larger one in two
+// (already opened, the whole list) or three (a page), none of them small.
+func TestWriteArrayWrites(t *testing.T) {
+	t.Parallel()
+	item := `{"id":1,"name":"` + strings.Repeat("n", 90) + `"}`
+	for _, c := range []struct {
+		items  int
+		opened bool
+		writes int
+	}{
+		{0, false, 1}, {1, false, 1}, {1, true, 1}, {100, false, 1}, {100, true, 1},
+		{600, true, 1}, {700, true, 2}, {700, false, 3}, {5000, true, 2}, {5000, false, 3},
+	} {
+		joined := strings.TrimSuffix(strings.Repeat(item+",", c.items), ",")
+		in := joined
+		if c.opened {
+			in = "[" + joined
+		}
+		var w recordedWrites
+		n, err := writeArray(&w, c.opened, []byte(in))
+		got := string(bytes.Join(w, nil))
+		if err != nil || got != "["+joined+"]" || n != int64(len(got)) {
+			t.Errorf("%d items (opened %v): wrote %d bytes, %v; not the array", c.items, c.opened, n, err)
+		}
+		if len(w) != c.writes {
+			t.Errorf("%d items (opened %v), %d bytes: %d writes, want %d", c.items, c.opened, len(got), len(w), c.writes)
+		}
+		for i, p := range w {
+			if len(w) > 1 && len(p) < EdgeSize {
+				t.Errorf("%d items (opened %v): write %d has %d bytes, want at least %d", c.items, c.opened, i, len(p), EdgeSize)
+			}
 		}
 	}
 }

@@ -1,0 +1,72 @@
+package catalog
+
+import (
+	"io"
+	"sync"
+)
+
+// Writing a JSON array in as few writes as net/http allows. net/http passes
+// each Write of a handler through its buffers; after a large Write has gone
+// to the connection, a second Write of a few bytes (the closing "]") goes
+// out in a system call and a TCP segment of its own. So an array of up to
+// JoinLimit bytes is copied whole into one buffer and written in one Write,
+// as a server writing prepared bytes would: the copy costs less than the
+// system call it saves. A larger one is written without a copy of its
+// middle, its brackets each copied with EdgeSize bytes of the items beside
+// them, so that no write is of a few bytes: two Writes when the items are
+// already opened by "[" (the whole list), three otherwise (a page).
+
+const (
+	// JoinLimit is the largest array written in one Write.
+	JoinLimit = 64 << 10
+	// EdgeSize is how many bytes of a larger array go with each bracket.
+	EdgeSize = 4 << 10
+)
+
+// arrayBufs holds the buffers of writeArray, of up to JoinLimit bytes.
+var arrayBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// WriteArray writes "[", items (JSON values joined by commas, or nothing)
+// and "]" to w.
+func WriteArray(w io.Writer, items []byte) (int64, error) { return writeArray(w, false, items) }
+
+// writeArray writes the JSON array of items and its brackets to w; opened
+// says items already begin with "[".
+func writeArray(w io.Writer, opened bool, items []byte) (int64, error) {
+	bp := arrayBufs.Get().(*[]byte)
+	defer arrayBufs.Put(bp)
+	buf := (*bp)[:0]
+	if len(items)+2 <= JoinLimit {
+		if !opened {
+			buf = append(buf, '[')
+		}
+		buf = append(append(buf, items...), ']')
+		*bp = buf[:0]
+		n, err := w.Write(buf)
+		return int64(n), err
+	}
+	if cap(buf) < 2*EdgeSize+2 {
+		buf = make([]byte, 0, 2*EdgeSize+2)
+		*bp = buf
+	}
+	var parts [3][]byte // the opening with the first bytes, the middle, the last bytes with "]"
+	body, tail := items[:len(items)-EdgeSize], items[len(items)-EdgeSize:]
+	if !opened {
+		parts[0] = append(append(buf, '['), body[:EdgeSize]...)
+		body = body[EdgeSize:]
+	}
+	parts[1] = body
+	parts[2] = append(append(buf[len(parts[0]):len(parts[0])], tail...), ']')
+	var total int64
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		n, err := w.Write(p)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
