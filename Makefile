@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-bodies cluster image faults faults-all
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-syscalls bench-bodies cluster image faults faults-all
 
 run:
 	$(GO) run .
@@ -62,6 +62,11 @@ faults-all: build
 # to its own CPU; prints a table of medians and target ratios (bench/load.sh).
 bench-load:
 	bench/load.sh
+
+# Write system calls per answer, petstore against the bare server answering
+# the same bytes, counted with strace (bench/syscalls.sh; Linux).
+bench-syscalls:
+	bench/syscalls.sh
 
 # Peak memory of the binary while 1,000 connections each POST a 1 MiB body
 # at once (bench/bodies; Linux, reads /proc/PID/status).

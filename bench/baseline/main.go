@@ -4,8 +4,9 @@
 // the body, appends the category to a slice under a mutex and encodes it.
 // No auth, no log, no validation, no durability.
 //
-// Configuration: BASELINE_ADDR (default 127.0.0.1:18081) and BASELINE_LIST,
-// a file holding the list answer to serve.
+// Configuration: BASELINE_ADDR (default 127.0.0.1:18081), BASELINE_LIST,
+// a file holding the list answer to serve, and BASELINE_TLS_CERT_FILE and
+// BASELINE_TLS_KEY_FILE to serve HTTPS (HTTP/2 and HTTP/1.1) with that pair.
 package main
 
 import (
@@ -71,5 +72,8 @@ func main() {
 	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintln(os.Stderr, "baseline listening on", addr)
+	if cert := os.Getenv("BASELINE_TLS_CERT_FILE"); cert != "" {
+		log.Fatal(srv.ListenAndServeTLS(cert, os.Getenv("BASELINE_TLS_KEY_FILE"))) // HTTP/2 and HTTP/1.1, as petstore
+	}
 	log.Fatal(srv.ListenAndServe())
 }
