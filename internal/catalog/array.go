@@ -1,9 +1,6 @@
 package catalog
 
-import (
-	"io"
-	"sync"
-)
+import "io"
 
 // Writing a JSON array in as few writes as net/http allows. net/http passes
 // each Write of a handler through its buffers; after a large Write has gone
@@ -23,8 +20,28 @@ const (
 	EdgeSize = 4 << 10
 )
 
-// arrayBufs holds the buffers of writeArray, of up to JoinLimit bytes.
-var arrayBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+// arrayBufs keeps up to 64 buffers of writeArray between answers, each of
+// up to JoinLimit bytes: a channel rather than a sync.Pool, which the
+// collector empties and the race detector drops from at random, so that a
+// list costs the same allocations whatever its size.
+var arrayBufs = make(chan *[]byte, 64)
+
+func getArrayBuf() *[]byte {
+	select {
+	case bp := <-arrayBufs:
+		return bp
+	default:
+		b := make([]byte, 0, 2*EdgeSize+2)
+		return &b
+	}
+}
+
+func putArrayBuf(bp *[]byte) {
+	select {
+	case arrayBufs <- bp:
+	default: // enough kept
+	}
+}
 
 // WriteArray writes "[", items (JSON values joined by commas, or nothing)
 // and "]" to w.
@@ -33,8 +50,8 @@ func WriteArray(w io.Writer, items []byte) (int64, error) { return writeArray(w,
 // writeArray writes the JSON array of items and its brackets to w; opened
 // says items already begin with "[".
 func writeArray(w io.Writer, opened bool, items []byte) (int64, error) {
-	bp := arrayBufs.Get().(*[]byte)
-	defer arrayBufs.Put(bp)
+	bp := getArrayBuf()
+	defer putArrayBuf(bp)
 	buf := (*bp)[:0]
 	if len(items)+2 <= JoinLimit {
 		if !opened {

@@ -185,7 +185,6 @@ type Snapshot struct {
 	names *nameTable
 }
 
-
 // Len returns the number of categories.
 func (s *Snapshot) Len() int { return len(s.items) }
 
