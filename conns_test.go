@@ -150,7 +150,9 @@ func TestStopWithSlowBodies(t *testing.T) {
 // answers without reading it and closes the connection rather than wait for
 // the body with the headers held.
 func TestUnfinishedHeadersBoundMemory(t *testing.T) {
-	t.Parallel() // its three runs in turn, beside the other parallel tests: they measure a process of their own
+	// Not parallel: it runs before main's parallel tests resume, while
+	// the other packages' floods have not begun (it takes their lock too),
+	// and its three runs go in turn.
 	t.Run("first request", func(t *testing.T) { holdUnfinishedHeaders(t, headersUnfinished) })
 	t.Run("after a request on keep-alive", func(t *testing.T) { holdUnfinishedHeaders(t, headersAfterKeepAlive) })
 	t.Run("body declared, not sent", func(t *testing.T) { holdUnfinishedHeaders(t, bodyNotSent) })
