@@ -26,6 +26,7 @@ func TestClusterScript(t *testing.T) {
 	etcd := etcdtest.Binary(t)
 
 	t.Run("a member that cannot start", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		// An etcd whose second member exits at once, as one whose port was
 		// taken would.
@@ -49,6 +50,7 @@ func TestClusterScript(t *testing.T) {
 	})
 
 	t.Run("a member killed", func(t *testing.T) {
+		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "cluster")
 		c := startClusterScript(t, dir, etcd)
 		testkit.WaitFor(t, "cluster.sh to say the cluster runs", func() bool {
