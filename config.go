@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -70,14 +69,9 @@ func warnUnknownVars(environ []string, log *slog.Logger) []string {
 	return names
 }
 
-// serviceLink matches the variables Kubernetes puts in every container for
-// each Service of its namespace: for a Service petstore, PETSTORE_SERVICE_HOST,
-// PETSTORE_SERVICE_PORT, PETSTORE_SERVICE_PORT_HTTP, PETSTORE_PORT and
-// PETSTORE_PORT_8080_TCP with its _PROTO, _PORT and _ADDR; the same for a
-// Service petstore-etcd with PETSTORE_ETCD_ in front.
-var serviceLink = regexp.MustCompile(`^PETSTORE(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
-
-func isServiceLink(name string) bool { return serviceLink.MatchString(name) }
+// isServiceLink tells Kubernetes' variables of a Service petstore or
+// petstore-… (PETSTORE_SERVICE_HOST, PETSTORE_ETCD_PORT_2379_TCP …).
+var isServiceLink = envconf.ServiceLinks("PETSTORE")
 
 // unknownVarsAttr is the listening line's list of unknown variables, or
 // nothing when there are none.

@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
+	"petstore/internal/outfile"
 	"petstore/internal/store"
 )
 
@@ -16,79 +16,19 @@ import (
 // and a journal into an empty etcd prefix (docs/data.md, "Export and
 // import").
 
-// exportToFile is petstore -export FILE: the export goes into a temporary
-// file beside path, is synced, then renamed over path. A failed export
-// leaves no file, partial or empty, and a file that was there as it was.
+// exportToFile is petstore -export FILE: the whole export or no file.
 func exportToFile(cfg config, log *slog.Logger, path string, stderr io.Writer) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("-export: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a rename, there is nothing to remove
-	err = exportCategories(cfg, log, tmp, stderr)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("%w; %s was not written", err, path)
+	if err := outfile.WriteFile(path, func(w io.Writer) error { return exportCategories(cfg, log, w, stderr) }); err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "petstore: exported to %s\n", path)
 	return nil
 }
 
-// exportToStdout is petstore -export, to stdout. When stdout is a file (a
-// shell's `> FILE` or `>> FILE`) and the export fails, the file is cut back
-// to the size it had; one that was empty (made by the shell for it) is
-// removed, so that a failed export leaves no empty backup that looks like
-// one.
+// exportToStdout is petstore -export, to stdout: a file a shell redirected
+// it to is cut back when the export fails (see outfile.Stdout).
 func exportToStdout(cfg config, log *slog.Logger, stdout, stderr io.Writer) error {
-	f, _ := stdout.(*os.File)
-	start := int64(-1) // not a regular file
-	if info, err := statOf(f); err == nil && info.Mode().IsRegular() {
-		start = info.Size()
-	}
-	err := exportCategories(cfg, log, stdout, stderr)
-	if err == nil || start < 0 {
-		return err
-	}
-	if f.Truncate(start) != nil || start > 0 {
-		return err
-	}
-	if path, removed := removeEmpty(f); removed {
-		return fmt.Errorf("%w; %s, which was empty, was removed", err, path)
-	}
-	return err
-}
-
-// statOf is f.Stat, for a nil f too.
-func statOf(f *os.File) (os.FileInfo, error) {
-	if f == nil {
-		return nil, os.ErrInvalid
-	}
-	return f.Stat()
-}
-
-// removeEmpty removes the empty regular file f when its path can be told
-// for sure (Linux's /proc/self/fd) and reports the path.
-func removeEmpty(f *os.File) (string, bool) {
-	info, err := f.Stat()
-	if err != nil || info.Size() != 0 {
-		return "", false
-	}
-	path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
-	if err != nil {
-		return "", false
-	}
-	if named, err := os.Stat(path); err != nil || !os.SameFile(named, info) || os.Remove(path) != nil {
-		return "", false
-	}
-	return path, true
+	return outfile.Stdout(stdout, func(w io.Writer) error { return exportCategories(cfg, log, w, stderr) })
 }
 
 // exportCategories writes the categories of the store PETSTORE_DATA names

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -254,4 +255,16 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// ServiceLinks returns a test for the variables Kubernetes puts in every
+// container for each Service of its namespace whose name is service (in
+// upper case) or starts with it and "-": for a Service petstore,
+// PETSTORE_SERVICE_HOST, PETSTORE_SERVICE_PORT, PETSTORE_SERVICE_PORT_HTTP,
+// PETSTORE_PORT and PETSTORE_PORT_8080_TCP with its _PROTO, _PORT and _ADDR;
+// for a Service petstore-etcd the same with PETSTORE_ETCD_ in front.
+func ServiceLinks(service string) func(name string) bool {
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(service) +
+		`(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
+	return re.MatchString
 }

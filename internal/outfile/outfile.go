@@ -1,0 +1,78 @@
+// Package outfile writes a command's output to a file whole or not at all.
+// WriteFile writes into a temporary file beside the one named, syncs it and
+// renames it over it: a failed write leaves no file, partial or empty, and
+// an older file as it was. To a standard output a shell redirected to a
+// file, Stdout does what it can: when the write fails it cuts the file back
+// to the size it had, and removes it when the shell made it empty for the
+// command.
+package outfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile calls write with a temporary file beside path and, when it
+// succeeds, syncs the file (mode 0600) and renames it to path.
+func WriteFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; %s was not written", err, path)
+	}
+	return nil
+}
+
+// Stdout calls write with stdout. When the write fails and stdout is a
+// regular file, the file is cut back to the size it had before, and removed
+// if that was empty and its path can be told for sure (Linux's
+// /proc/self/fd); the error then says so.
+func Stdout(stdout io.Writer, write func(io.Writer) error) error {
+	f, _ := stdout.(*os.File)
+	start := int64(-1) // not a regular file
+	if f != nil {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			start = info.Size()
+		}
+	}
+	err := write(stdout)
+	if err == nil || start < 0 || f.Truncate(start) != nil || start > 0 {
+		return err
+	}
+	if path, removed := removeEmpty(f); removed {
+		return fmt.Errorf("%w; %s, which was empty, was removed", err, path)
+	}
+	return err
+}
+
+// removeEmpty removes the empty regular file f when its path can be told
+// for sure and reports the path.
+func removeEmpty(f *os.File) (string, bool) {
+	info, err := f.Stat()
+	if err != nil || info.Size() != 0 {
+		return "", false
+	}
+	path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		return "", false
+	}
+	if named, err := os.Stat(path); err != nil || !os.SameFile(named, info) || os.Remove(path) != nil {
+		return "", false
+	}
+	return path, true
+}

@@ -1,0 +1,101 @@
+package outfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var errHalfWay = errors.New("failed half-way")
+
+// half writes some bytes, then fails.
+func half(w io.Writer) error {
+	io.WriteString(w, "a partial export\n")
+	return errHalfWay
+}
+
+func whole(w io.Writer) error {
+	_, err := io.WriteString(w, "the whole export\n")
+	return err
+}
+
+func names(t *testing.T, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestWriteFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	if err := WriteFile(path, half); !errors.Is(err, errHalfWay) || !strings.Contains(err.Error(), "was not written") {
+		t.Errorf("a failed write: %v", err)
+	}
+	if got := names(t, dir); len(got) != 0 {
+		t.Errorf("a failed write left %v", got)
+	}
+	if err := WriteFile(path, whole); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, half); err == nil {
+		t.Error("a failed write over a file: no error")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "the whole export\n" {
+		t.Errorf("the file after a failed write over it: %q", b)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the file's mode: %v, %v; want 0600", info.Mode(), err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"out"}) {
+		t.Errorf("the directory: %v", got)
+	}
+}
+
+func TestStdout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := func(name string, flag int) *os.File {
+		f, err := os.OpenFile(filepath.Join(dir, name), flag|os.O_WRONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	// As `> new`: the shell made it empty; a failure removes it.
+	if err := Stdout(open("new", os.O_TRUNC), half); !errors.Is(err, errHalfWay) || !strings.Contains(err.Error(), "was removed") {
+		t.Errorf("a failure to a new file: %v", err)
+	}
+	// As `>> old`: a failure leaves what it held.
+	if err := os.WriteFile(filepath.Join(dir, "old"), []byte("kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Stdout(open("old", os.O_APPEND), half); !errors.Is(err, errHalfWay) || strings.Contains(err.Error(), "removed") {
+		t.Errorf("a failure appended to a file: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "old")); string(b) != "kept\n" {
+		t.Errorf("the file appended to: %q", b)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"old"}) {
+		t.Errorf("the directory: %v", got)
+	}
+	// A success, and a writer that is not a file.
+	if err := Stdout(open("done", os.O_TRUNC), whole); err != nil {
+		t.Errorf("a success: %v", err)
+	}
+	var b strings.Builder
+	if err := Stdout(&b, half); !errors.Is(err, errHalfWay) || b.String() != "a partial export\n" {
+		t.Errorf("to a builder: %v, %q", err, b.String())
+	}
+}
