@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/gap.sh: where a GET of the list of 100 costs petstore more than the
+# bare server (bench/baseline) answering the same bytes. Each server runs
+# pinned to CPU 0, wrk to CPU 1 (64 connections, DURATION); for each, per
+# answer: CPU time in user space and in the kernel (from /proc/PID/stat),
+# context switches of all its threads (/proc/PID/task/*/status), and, in a
+# second, shorter run under strace -c -f, the system calls of every kind.
+# Time per answer moves with the machine; the system calls do not.
+#
+#   bench/gap.sh                 # DURATION=5s
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5s}
+PORT=${PORT:-18097}
+say() { printf '%s\n' "$*" >&2; }
+for tool in wrk strace taskset curl awk; do
+	command -v "$tool" >/dev/null 2>&1 || { say "bench/gap.sh: $tool is required"; exit 1; }
+done
+work=$(mktemp -d)
+server=""
+stop() {
+	if [ -n "$server" ]; then
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+		server=""
+	fi
+}
+trap 'stop; rm -rf "$work"' EXIT
+go build -o "$work/petstore" .
+go build -o "$work/baseline" ./bench/baseline
+KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" # never printed
+awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
+	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/cats.jsonl"
+up() {
+	for _ in $(seq 1 100); do
+		curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
+		sleep 0.05
+	done
+	say "bench/gap.sh: the server did not start"
+	exit 1
+}
+start() { # petstore | baseline
+	stop
+	if [ "$1" = petstore ]; then
+		PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$work/cats.jsonl" \
+			taskset -c 0 "$work/petstore" 2>"$work/access.log" &
+	else
+		BASELINE_ADDR="127.0.0.1:$PORT" BASELINE_LIST="$work/list.json" taskset -c 0 "$work/baseline" 2>/dev/null &
+	fi
+	server=$!
+	up
+}
+ticks() { awk '{ print $14, $15 }' "/proc/$server/stat"; }
+switches() { cat /proc/"$server"/task/*/status | awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print v, n }'; }
+hz=$(getconf CLK_TCK)
+
+start petstore
+curl -fs -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" >"$work/list.json"
+printf '%-10s %10s %12s %12s %10s %10s\n' server "answers/s" "user µs/ans" "sys µs/ans" "vol cs/ans" "inv cs/ans"
+for who in petstore baseline; do
+	start "$who"
+	read -r u0 s0 < <(ticks)
+	read -r v0 n0 < <(switches)
+	rps=$(taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" |
+		awk '/^Requests\/sec/ { print $2 } /^ +[0-9]+ requests in/ { print "n", $1 > "/dev/stderr" }' 2>"$work/n")
+	read -r u1 s1 < <(ticks)
+	read -r v1 n1 < <(switches)
+	n=$(awk '{ print $2 }' "$work/n")
+	awk -v who="$who" -v rps="$rps" -v n="$n" -v hz="$hz" -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v v="$((v1 - v0))" -v nv="$((n1 - n0))" \
+		'BEGIN { printf "%-10s %10.0f %12.2f %12.2f %10.3f %10.3f\n", who, rps, u / hz * 1e6 / n, s / hz * 1e6 / n, v / n, nv / n }'
+done
+echo
+echo "system calls per answer (strace -c -f, 8 connections for 3 s):"
+for who in petstore baseline; do
+	start "$who"
+	strace -c -f -qq -o "$work/$who.strace" -p "$server" &
+	tracer=$!
+	sleep 0.5 # strace attaches to every thread
+	answers=$(taskset -c 1 wrk -t1 -c8 -d3s -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" |
+		awk '/requests in/ { print $1 }')
+	kill -INT "$tracer"
+	wait "$tracer" 2>/dev/null || true
+	echo "$who ($answers answers):"
+	awk -v n="$answers" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { printf "  %-16s %7.3f\n", $NF, $4 / n }' "$work/$who.strace" | sort -k2 -nr | head -12
+done
