@@ -12,23 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5s}
 PORT=${PORT:-18097}
-say() { printf '%s\n' "$*" >&2; }
-for tool in wrk strace taskset curl awk; do
-	command -v "$tool" >/dev/null 2>&1 || { say "bench/gap.sh: $tool is required"; exit 1; }
-done
-work=$(mktemp -d)
-server=""
-stop() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-		server=""
-	fi
-}
-trap 'stop; rm -rf "$work"' EXIT
-go build -o "$work/petstore" .
-go build -o "$work/baseline" ./bench/baseline
-KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" # never printed
+NAME=bench/gap.sh
+. bench/pair.sh wrk strace taskset curl awk
 awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
 	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/cats.jsonl"
 up() {

@@ -14,28 +14,10 @@ cd "$(dirname "$0")/.."
 
 N=${N:-300}
 PORT=${PORT:-18090}
-say() { printf '%s\n' "$*" >&2; }
-for tool in strace curl openssl awk; do
-	command -v "$tool" >/dev/null 2>&1 || { say "bench-syscalls: $tool is required (apt-get install $tool)"; exit 1; }
-done
-
-work=$(mktemp -d)
-server=""
-stop() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-		server=""
-	fi
-}
-trap 'stop; rm -rf "$work"' EXIT
-
-say "building petstore and the baseline"
-go build -o "$work/petstore" .
-go build -o "$work/baseline" ./bench/baseline
+NAME=bench-syscalls
+. bench/pair.sh strace curl openssl awk
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" # never printed
 
 # wait_up SCHEME: until the server answers /healthz.
 wait_up() {

@@ -1,0 +1,23 @@
+# bench/pair.sh: what bench/gap.sh and bench/syscalls.sh share. Source it
+# with NAME set (for messages) and the tools the script needs as arguments:
+# it checks them, builds petstore and the baseline into a temporary
+# directory $work (removed on exit), sets KEY (never printed), and stop
+# stops the server whose pid is in $server.
+say() { printf '%s\n' "$*" >&2; }
+for tool in "$@"; do
+	command -v "$tool" >/dev/null 2>&1 || { say "$NAME: $tool is required (apt-get install $tool)"; exit 1; }
+done
+work=$(mktemp -d)
+server=""
+stop() {
+	if [ -n "$server" ]; then
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+		server=""
+	fi
+}
+trap 'stop; rm -rf "$work"' EXIT
+say "building petstore and the baseline"
+go build -o "$work/petstore" .
+go build -o "$work/baseline" ./bench/baseline
+KEY="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
