@@ -54,11 +54,15 @@ const minFilePoll = 10 * time.Millisecond
 // warnUnknownVars logs a warning for each PETSTORE_ variable of environ
 // that petstore does not read, with the name it is likely a misspelling
 // of, and returns their names; never a value. Kubernetes' service links of
-// a Service named petstore or petstore-… are not petstore's to read and
-// are passed over.
+// a Service named petstore, and inside Kubernetes of petstore-… too, are
+// not petstore's to read and are passed over.
 func warnUnknownVars(environ []string, log *slog.Logger) []string {
+	links := isServiceLink
+	if envconf.Getenv(environ)("KUBERNETES_SERVICE_HOST") != "" {
+		links = isAnyServiceLink
+	}
 	var names []string
-	for _, u := range envconf.Unknowns(environ, "PETSTORE_", configVars, isServiceLink) {
+	for _, u := range envconf.Unknowns(environ, "PETSTORE_", configVars, links) {
 		names = append(names, u.Name)
 		msg := u.Name + " is not a variable petstore reads; it is ignored"
 		if u.Nearest != "" {
@@ -69,9 +73,14 @@ func warnUnknownVars(environ []string, log *slog.Logger) []string {
 	return names
 }
 
-// isServiceLink tells Kubernetes' variables of a Service petstore or
-// petstore-… (PETSTORE_SERVICE_HOST, PETSTORE_ETCD_PORT_2379_TCP …).
-var isServiceLink = envconf.ServiceLinks("PETSTORE")
+// isServiceLink tells Kubernetes' variables of a Service petstore
+// (PETSTORE_SERVICE_HOST …); isAnyServiceLink those of petstore-… too
+// (PETSTORE_ETCD_PORT_2379_TCP …), passed over only inside Kubernetes, so
+// that PETSTORE_HTTP_PORT elsewhere is named.
+var (
+	isServiceLink    = envconf.ServiceLinks("PETSTORE", false)
+	isAnyServiceLink = envconf.ServiceLinks("PETSTORE", true)
+)
 
 // unknownVarsAttr is the listening line's list of unknown variables, or
 // nothing when there are none.

@@ -191,7 +191,7 @@ func TestConfigVarsDocumented(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range mentioned.FindAllString(string(text), -1) {
-			if _, ok := known[name]; !ok && !notConfigVars[name] && !isServiceLink(name) && !strings.HasPrefix(name, "PETSTORE_TEST_") {
+			if _, ok := known[name]; !ok && !notConfigVars[name] && !isAnyServiceLink(name) && !strings.HasPrefix(name, "PETSTORE_TEST_") {
 				t.Errorf("%s names %s, which petstore does not read", doc, name)
 			}
 		}
@@ -205,7 +205,8 @@ var notConfigVars = map[string]bool{"PETSTORE_BENCH_CATEGORIES": true, "PETSTORE
 // A PETSTORE_ variable petstore does not read is named at start, with the
 // name it is likely a misspelling of, in a warning and in the listening
 // line; never its value. The start goes on. Kubernetes' service links are
-// not petstore's and are passed over.
+// not petstore's and are passed over: always those of a Service petstore,
+// inside Kubernetes those of petstore-… too.
 func TestUnknownVariablesAreNamed(t *testing.T) {
 	t.Parallel()
 	const typoKey = "typo-Secret-Value-Wq4Zr8"
@@ -214,7 +215,9 @@ func TestUnknownVariablesAreNamed(t *testing.T) {
 		"PETSTORE_API_KEY":      typoKey,
 		"PETSTORE_TLS_CERTFILE": "/value/of/PETSTORE_TLS_CERTFILE.pem",
 		"PETSTORE_FROBNICATE":   "value-of-frobnicate",
-		// A Service named petstore, and one named petstore-etcd.
+		// Inside Kubernetes: a Service named petstore, and one named
+		// petstore-etcd.
+		"KUBERNETES_SERVICE_HOST":              "10.0.0.9",
 		"PETSTORE_SERVICE_HOST":                "10.0.0.1",
 		"PETSTORE_SERVICE_PORT":                "8080",
 		"PETSTORE_SERVICE_PORT_HTTP":           "8080",
@@ -290,6 +293,19 @@ func TestUnknownVariablesAreNamed(t *testing.T) {
 	if !strings.Contains(stderr, `"msg":"PETSTORE_DAT is not a variable petstore reads; it is ignored. Did you mean PETSTORE_DATA?"`) || strings.Contains(stderr, "/elsewhere") {
 		t.Errorf("-export's stderr: %s", stderr)
 	}
+
+	// Outside Kubernetes only a Service petstore's links are passed over:
+	// PETSTORE_HTTP_PORT is someone's mistake.
+	_, stderr, err = runCommand(t, map[string]string{"PETSTORE_DATA": path, "PETSTORE_HTTP_PORT": "9090",
+		"PETSTORE_ETCD_SERVICE_HOST": "10.0.0.2", "PETSTORE_SERVICE_HOST": "10.0.0.1", "PETSTORE_PORT": "tcp://10.0.0.1:8080"}, "-export")
+	if err != nil {
+		t.Fatalf("-export: %v", err)
+	}
+	for name, want := range map[string]bool{"PETSTORE_HTTP_PORT": true, "PETSTORE_ETCD_SERVICE_HOST": true, "PETSTORE_SERVICE_HOST": false, "PETSTORE_PORT": false} {
+		if got := strings.Contains(stderr, `"variable":"`+name+`"`); got != want {
+			t.Errorf("outside Kubernetes, %s named: %v, want %v; stderr:\n%s", name, got, want, stderr)
+		}
+	}
 }
 
 func TestServiceLinks(t *testing.T) {
@@ -302,8 +318,12 @@ func TestServiceLinks(t *testing.T) {
 		"PETSTORE_SERVICE": false, "PETSTORE_API_KEY": false, "PETSTORE_SERVICE_HOSTS": false,
 		"petstore_service_host": false, "PETSTORE__SERVICE_HOST": false,
 	} {
-		if got := isServiceLink(name); got != want {
-			t.Errorf("isServiceLink(%q) = %v, want %v", name, got, want)
+		if got := isAnyServiceLink(name); got != want {
+			t.Errorf("isAnyServiceLink(%q) = %v, want %v", name, got, want)
+		}
+		petstores := want && !strings.HasPrefix(name, "PETSTORE_DB_")
+		if got := isServiceLink(name); got != petstores {
+			t.Errorf("isServiceLink(%q) = %v, want %v", name, got, petstores)
 		}
 	}
 }

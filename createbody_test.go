@@ -403,7 +403,10 @@ func validName(name string) bool {
 	joins := func(i int) bool {
 		return visibleAt(i) && unicode.IsLetter(runes[i]) && !unicode.In(runes[i], unicode.Latin, unicode.Greek, unicode.Cyrillic)
 	}
-	symbolAt := func(i int) bool { return visibleAt(i) && unicode.IsSymbol(runes[i]) }
+	// A pictograph (So), or before a ZWJ its skin tone.
+	pictograph := func(i int, modifier bool) bool {
+		return visibleAt(i) && (unicode.Is(unicode.So, runes[i]) || modifier && runes[i] >= 0x1F3FB && runes[i] <= 0x1F3FF)
+	}
 	visible := false
 	for i, r := range runes {
 		bidi := r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
@@ -415,13 +418,13 @@ func validName(name string) bool {
 		case !contractIgnorable(r) && !unicode.Is(unicode.Cf, r):
 		case r == 0x200C || r == 0x200D:
 			// Between two letters of a joining script, the one before
-			// with its marks; ZWJ also between two symbols, the one
-			// before with its presentation selector.
+			// with its marks; ZWJ also between two pictographs, the one
+			// before with its skin tone and presentation selector.
 			j := i - 1
 			for j >= 0 && (unicode.In(runes[j], unicode.Mn, unicode.Mc, unicode.Me) || runes[j] == 0xFE0E || runes[j] == 0xFE0F) {
 				j--
 			}
-			if !(joins(j) && joins(i+1) || r == 0x200D && symbolAt(j) && symbolAt(i+1)) {
+			if !(joins(j) && joins(i+1) || r == 0x200D && pictograph(j, true) && pictograph(i+1, false)) {
 				return false
 			}
 		case r == 0xFE0E || r == 0xFE0F:

@@ -28,7 +28,7 @@ func exportToFile(cfg config, log *slog.Logger, path string, stderr io.Writer) e
 // exportToStdout is petstore -export, to stdout: a file a shell redirected
 // it to is cut back when the export fails (see outfile.Stdout).
 func exportToStdout(cfg config, log *slog.Logger, stdout, stderr io.Writer) error {
-	return outfile.Stdout(stdout, func(w io.Writer) error { return exportCategories(cfg, log, w, stderr) })
+	return outfile.Stdout(stdout, stderr, func(w io.Writer) error { return exportCategories(cfg, log, w, stderr) })
 }
 
 // exportCategories writes the categories of the store PETSTORE_DATA names

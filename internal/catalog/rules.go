@@ -94,7 +94,7 @@ func checkNameRune(name string, i int, r, prev, base rune) string {
 		// pass as another name.
 		return "name must not contain invisible or format characters, found " + CodePoint(r) +
 			"; ZWJ and ZWNJ only inside a word of a script other than Latin, Greek and Cyrillic" +
-			" (and ZWJ between two symbols), U+FE0E and U+FE0F only right after a symbol"
+			" (and ZWJ between two pictographs), U+FE0E and U+FE0F only right after a symbol"
 	}
 	return ""
 }
@@ -104,7 +104,8 @@ func checkNameRune(name string, i int, r, prev, base rune) string {
 // between two letters of a script that joins or forms conjuncts (Arabic,
 // Persian, the Indic scripts: any but Latin, Greek and Cyrillic, where they
 // change nothing), the first with its combining marks; ZWJ between two
-// symbols (emoji sequences), the first with its presentation selector; U+FE0E and U+FE0F right after a symbol (text or emoji
+// pictographs (emoji sequences), the first with its skin tone and
+// presentation selector; U+FE0E and U+FE0F right after a symbol (text or emoji
 // presentation).
 func ignorableAllowed(name string, i int, r, prev, base rune) bool {
 	switch r {
@@ -114,12 +115,17 @@ func ignorableAllowed(name string, i int, r, prev, base rune) bool {
 			return false
 		}
 		return joiningLetter(base) && joiningLetter(next) ||
-			r == '\u200D' && unicode.IsSymbol(base) && unicode.IsSymbol(next) && isVisible(next)
+			r == '\u200D' && emojiPart(base) && unicode.Is(unicode.So, next) && isVisible(next)
 	case '\uFE0E', '\uFE0F':
 		return prev >= 0 && unicode.IsSymbol(prev) && isVisible(prev)
 	}
 	return false
 }
+
+// emojiPart reports whether r may end the emoji before a ZWJ: a pictograph
+// (So) or a skin tone modifier. ASCII symbols (+ $ ^ |, Sm, Sc, Sk) are not
+// joined by anything shown, so a ZWJ between them would make a look-alike.
+func emojiPart(r rune) bool { return unicode.Is(unicode.So, r) || 0x1F3FB <= r && r <= 0x1F3FF }
 
 // joiningLetter reports whether r is a letter that ZWJ and ZWNJ may stand
 // beside: one of a script other than Latin, Greek and Cyrillic.

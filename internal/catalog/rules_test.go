@@ -7,7 +7,7 @@ import (
 )
 
 const invisibleTail = "; ZWJ and ZWNJ only inside a word of a script other than Latin, Greek and Cyrillic" +
-	" (and ZWJ between two symbols), U+FE0E and U+FE0F only right after a symbol"
+	" (and ZWJ between two pictographs), U+FE0E and U+FE0F only right after a symbol"
 
 // unassignedRune returns a code point the build's Unicode tables leave
 // unassigned (general category Cn), judged from unicode.Categories so that
@@ -132,6 +132,9 @@ func TestCheckNameRefusesInvisible(t *testing.T) {
 		{"ZWNJ between symbols", "\U0001F415\u200c\U0001F9BA", invisible("U+200C")},
 		{"ZWJ from a symbol to a letter", "\U0001F415\u200d\u0915", invisible("U+200D")},
 		{"ZWJ between digits", "1\u200d2", invisible("U+200D")},
+		{"ZWJ between ASCII symbols", "a+\u200d+b", invisible("U+200D")},
+		{"ZWJ between currency signs", "$\u200d$", invisible("U+200D")},
+		{"ZWJ from a pictograph to a math symbol", "\U0001F415\u200d+", invisible("U+200D")},
 		{"selector after a letter", "dog\ufe0f", invisible("U+FE0F")},
 		{"selector first", "\ufe0e", invisible("U+FE0E")},
 		{"other variation selector", "d\ufe00og", invisible("U+FE00")},

@@ -258,13 +258,18 @@ func editDistance(a, b string) int {
 }
 
 // ServiceLinks returns a test for the variables Kubernetes puts in every
-// container for each Service of its namespace whose name is service (in
-// upper case) or starts with it and "-": for a Service petstore,
-// PETSTORE_SERVICE_HOST, PETSTORE_SERVICE_PORT, PETSTORE_SERVICE_PORT_HTTP,
-// PETSTORE_PORT and PETSTORE_PORT_8080_TCP with its _PROTO, _PORT and _ADDR;
-// for a Service petstore-etcd the same with PETSTORE_ETCD_ in front.
-func ServiceLinks(service string) func(name string) bool {
-	re := regexp.MustCompile(`^` + regexp.QuoteMeta(service) +
-		`(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
+// container for each Service of its namespace named service (in upper
+// case): for a Service petstore, PETSTORE_SERVICE_HOST,
+// PETSTORE_SERVICE_PORT, PETSTORE_SERVICE_PORT_HTTP, PETSTORE_PORT and
+// PETSTORE_PORT_8080_TCP with its _PROTO, _PORT and _ADDR. With prefixed,
+// those of Services whose names start with service and "-" too
+// (PETSTORE_ETCD_PORT_2379_TCP for a Service petstore-etcd).
+func ServiceLinks(service string, prefixed bool) func(name string) bool {
+	others := ""
+	if prefixed {
+		others = `(_[A-Z0-9_]+)?`
+	}
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(service) + others +
+		`_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
 	return re.MatchString
 }

@@ -41,12 +41,14 @@ func WriteFile(path string, write func(io.Writer) error) error {
 // Stdout calls write with stdout. When the write fails and stdout is a
 // regular file, the file is cut back to the size it had before, and removed
 // if that was empty and its path can be told for sure (Linux's
-// /proc/self/fd); the error then says so.
-func Stdout(stdout io.Writer, write func(io.Writer) error) error {
+// /proc/self/fd); the error then says so. A stdout that is the same file as
+// stderr (`> FILE 2>&1`) is left alone: it holds the messages that say what
+// went wrong.
+func Stdout(stdout, stderr io.Writer, write func(io.Writer) error) error {
 	f, _ := stdout.(*os.File)
-	start := int64(-1) // not a regular file
+	start := int64(-1) // not a regular file, or stderr's too
 	if f != nil {
-		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && !sameFile(info, stderr) {
 			start = info.Size()
 		}
 	}
@@ -58,6 +60,16 @@ func Stdout(stdout io.Writer, write func(io.Writer) error) error {
 		return fmt.Errorf("%w; %s, which was empty, was removed", err, path)
 	}
 	return err
+}
+
+// sameFile reports whether w is a file and the file info describes.
+func sameFile(info os.FileInfo, w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	other, err := f.Stat()
+	return err == nil && os.SameFile(info, other)
 }
 
 // removeEmpty removes the empty regular file f when its path can be told

@@ -74,28 +74,36 @@ func TestStdout(t *testing.T) {
 		return f
 	}
 	// As `> new`: the shell made it empty; a failure removes it.
-	if err := Stdout(open("new", os.O_TRUNC), half); !errors.Is(err, errHalfWay) || !strings.Contains(err.Error(), "was removed") {
+	if err := Stdout(open("new", os.O_TRUNC), io.Discard, half); !errors.Is(err, errHalfWay) || !strings.Contains(err.Error(), "was removed") {
 		t.Errorf("a failure to a new file: %v", err)
 	}
 	// As `>> old`: a failure leaves what it held.
 	if err := os.WriteFile(filepath.Join(dir, "old"), []byte("kept\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Stdout(open("old", os.O_APPEND), half); !errors.Is(err, errHalfWay) || strings.Contains(err.Error(), "removed") {
+	if err := Stdout(open("old", os.O_APPEND), io.Discard, half); !errors.Is(err, errHalfWay) || strings.Contains(err.Error(), "removed") {
 		t.Errorf("a failure appended to a file: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "old")); string(b) != "kept\n" {
 		t.Errorf("the file appended to: %q", b)
 	}
-	if got := names(t, dir); !slices.Equal(got, []string{"old"}) {
+	if got := names(t, dir); !slices.Equal(got, []string{"old"}) { // before "done" and "both"
 		t.Errorf("the directory: %v", got)
 	}
 	// A success, and a writer that is not a file.
-	if err := Stdout(open("done", os.O_TRUNC), whole); err != nil {
+	if err := Stdout(open("done", os.O_TRUNC), io.Discard, whole); err != nil {
 		t.Errorf("a success: %v", err)
 	}
 	var b strings.Builder
-	if err := Stdout(&b, half); !errors.Is(err, errHalfWay) || b.String() != "a partial export\n" {
+	if err := Stdout(&b, io.Discard, half); !errors.Is(err, errHalfWay) || b.String() != "a partial export\n" {
 		t.Errorf("to a builder: %v, %q", err, b.String())
+	}
+	// As `> both 2>&1`: the file holds the messages; it stays.
+	both := open("both", os.O_TRUNC)
+	if err := Stdout(both, both, half); !errors.Is(err, errHalfWay) || strings.Contains(err.Error(), "removed") {
+		t.Errorf("a failure to stdout and stderr's file: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "both")); string(b) != "a partial export\n" {
+		t.Errorf("stdout and stderr's file after a failure: %q", b)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -139,13 +140,17 @@ func applyBatch(x *catalog.Index, batch []*createRequest) {
 	x.Publish()
 }
 
-// failBatch gives err to every create of the batch that has no error yet,
-// and to those refused for a name the batch itself would have taken: it
-// is not taken after all.
+// failBatch gives err to every create of the batch that has no error yet.
+// Those refused for a name the batch itself would have taken get a
+// definite failure instead: the name is not taken after all, and nothing of
+// theirs was written, whatever became of the batch.
 func failBatch(batch []*createRequest, err error) {
 	for _, req := range batch {
-		if req.err == nil || req.takenInBatch {
+		switch {
+		case req.err == nil:
 			req.err = err
+		case req.takenInBatch:
+			req.err = fmt.Errorf("%w: the create whose name this one asked for failed", catalog.ErrUnavailable)
 		}
 	}
 }
