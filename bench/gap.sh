@@ -66,5 +66,5 @@ for who in petstore baseline; do
 	kill -INT "$tracer"
 	wait "$tracer" 2>/dev/null || true
 	echo "$who ($answers answers):"
-	awk -v n="$answers" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { printf "  %-16s %7.3f\n", $NF, $4 / n }' "$work/$who.strace" | sort -k2 -nr | head -12
+	awk -v n="$answers" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { printf "  %-16s %7.3f\n", $NF, $4 / n }' "$work/$who.strace" | sort -k2 -nr | sed -n 1,12p
 done

@@ -396,7 +396,7 @@ check() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN { ok = (op == ">=" ? r >= t 
 	row "POST durable c$CONNS / POST durable c1" "$(ratio "${RPS[petstore POST durable c$CONNS]}" "${RPS[petstore POST durable c1]}")" ">=" 10
 	if [ "$HAVE_ETCD" -eq 1 ]; then
 		echo
-		echo "etcd store ($(etcd --version | head -n 1)), 3 members on CPU $SERVER_CPU:"
+		echo "etcd store ($(etcd --version | sed -n 1p)), 3 members on CPU $SERVER_CPU:"
 		echo
 		printf '| %-30s | %12s | %10s |\n' "scenario" "requests/s" "p99 µs"
 		printf '|%s|%s|%s|\n' "--------------------------------" "-------------:" "-----------:"
