@@ -29,7 +29,9 @@ import (
 // idle from before SIGTERM (on a busy machine a goroutine can wait that
 // long for a CPU) was never told Connection: close, and petstore closes
 // idle connections half-way through the delay; a request written then on
-// one meets the close. RFC 9112 §9.3.1 has clients retry such a request when
+// one meets the close. And a connection the kernel took into the listen
+// backlog but petstore, starved, had not accepted is reset when the
+// listener closes. Neither request was read: neither may be stored. RFC 9112 §9.3.1 has clients retry such a request when
 // it is idempotent. Those are counted apart (at most one per client).
 func TestDrainUnderLoad(t *testing.T) {
 	// signalSlack: how long after the test sends SIGTERM petstore may
@@ -48,6 +50,7 @@ func TestDrainUnderLoad(t *testing.T) {
 	var mu sync.Mutex
 	created := map[string]int64{} // name: id
 	lost := map[string]int{}
+	closed := map[string]string{} // name: why, of the requests excused below
 	idleRaces := 0
 	var sigterm atomic.Int64 // unix nanoseconds; 0 before SIGTERM
 	var wg sync.WaitGroup
@@ -91,15 +94,31 @@ func TestDrainUnderLoad(t *testing.T) {
 				switch {
 				case err == nil:
 					created[name] = id
-				case wrote.Load() && idleSince.Load() != 0 && idleSince.Load() < sigterm.Load()+signalSlack.Nanoseconds() &&
+				case wrote.Load() && c%3 != 0 && idleSince.Load() != 0 && idleSince.Load() < sigterm.Load()+signalSlack.Nanoseconds() &&
 					wroteAt.Load() > sigterm.Load()+(idleClose-signalSlack).Nanoseconds() && closedUnanswered(err):
 					// Last used before petstore began to drain (the
 					// signal takes a moment to arrive), written once
 					// petstore closes idle connections, and closed before
 					// an answer: idle until petstore closed it.
 					idleRaces++
+					closed[name] = "an idle connection closed"
+				case wrote.Load() && c%3 != 0 && idleSince.Load() == 0 && wroteAt.Load() > sigterm.Load() && sigterm.Load() != 0 && closedUnanswered(err):
+					// A new connection during the drain that petstore,
+					// its accept loop starved, had not yet accepted
+					// when it closed its listener: the kernel resets
+					// what waits in the backlog.
+					idleRaces++
+					closed[name] = "reset in the listen backlog"
 				case wrote.Load():
-					lost[fmt.Sprintf("HTTP/2 %v: %s", c%3 == 0, lastWords(err.Error()))]++
+					// When, from SIGTERM: a failure explains itself.
+					since := func(ns int64) string {
+						return time.Duration(ns - sigterm.Load()).Round(time.Millisecond).String()
+					}
+					conn := "a new connection"
+					if idleSince.Load() != 0 {
+						conn = "a connection idle since " + since(idleSince.Load())
+					}
+					lost[fmt.Sprintf("HTTP/2 %v: %s (%s, written at %s)", c%3 == 0, lastWords(err.Error()), conn, since(wroteAt.Load()))]++
 				}
 				mu.Unlock()
 			}
@@ -117,16 +136,23 @@ func TestDrainUnderLoad(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("requests petstore began and did not answer, of %d created: %v", len(created), lost)
 	}
-	if idleRaces > 8 { // one per HTTP/1.1 client at most: the connection is gone after
-		t.Errorf("%d requests met the close of an idle connection, more than the 8 HTTP/1.1 clients", idleRaces)
+	if idleRaces > 16 { // one or two per HTTP/1.1 client at most: dials after the stop are refused
+		t.Errorf("%d requests met a close before an answer, more than two per HTTP/1.1 client: %v", idleRaces, closed)
 	} else if idleRaces > 0 {
-		t.Logf("%d requests met the close of an HTTP/1.1 connection idle since before SIGTERM", idleRaces)
+		t.Logf("%d HTTP/1.1 requests met a close petstore never read them before: %v", idleRaces, closed)
 	}
 	delete(vars, "PETSTORE_SHUTDOWN_DELAY")
 	stored := listNames(t, startWith(t, vars), roots)
 	for name, id := range created {
 		if stored[name] != id {
 			t.Errorf("%s was answered 201 with id %d; after the restart: id %d", name, id, stored[name])
+		}
+	}
+	// What an excused request met is true only if petstore never took it:
+	// then nothing of it is stored.
+	for name, why := range closed {
+		if id, ok := stored[name]; ok {
+			t.Errorf("%s met %s before an answer, yet it is stored with id %d: petstore took it and did not answer", name, why, id)
 		}
 	}
 	t.Logf("%d creates answered 201, all stored", len(created))
