@@ -18,8 +18,8 @@ import (
 // handler writing the same headers and body in one Write needs, over
 // HTTP/1.1 and HTTP/2: never the array's "]" in a write of its own, and
 // over HTTP/1.1 no write smaller than the bare handler's. Counted at the connection, under
-// TLS for HTTP/2. Above catalog.JoinLimit the whole list may take one write
-// more and a page two, none of them small.
+// TLS for HTTP/2. Above catalog.ClosedLimit the whole list may take one
+// write more, and above catalog.JoinLimit a page two, none of them small.
 func TestAnswersInFewestWrites(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
@@ -48,7 +48,8 @@ func TestAnswersInFewestWrites(t *testing.T) {
 		{"get", "GET", "/v1/categories/42", "", env, 0},
 		{"create", "POST", "/v1/categories", `{"name":"fresh-%d","description":"made now"}`, env, 0},
 		{"list over 64 KiB", "GET", "/v1/categories", "", large, 1},
-		{"page over 64 KiB", "GET", "/v1/categories?limit=700", "", large, 2},
+		{"page over 16 KiB", "GET", "/v1/categories?limit=700", "", large, 2},
+		{"page under 16 KiB", "GET", "/v1/categories?limit=100", "", large, 0},
 	}
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2"} {
 		for _, a := range answers {

@@ -5,17 +5,24 @@ import "io"
 // Writing a JSON array in as few writes as net/http allows. net/http passes
 // each Write of a handler through its buffers; after a large Write has gone
 // to the connection, a second Write of a few bytes (the closing "]") goes
-// out in a system call and a TCP segment of its own. So an array of up to
-// JoinLimit bytes is copied whole into one buffer and written in one Write,
-// as a server writing prepared bytes would: the copy costs less than the
-// system call it saves. A larger one is written without a copy of its
-// middle, its brackets each copied with EdgeSize bytes of the items beside
-// them, so that no write is of a few bytes: two Writes when the items are
-// already opened by "[" (the whole list), three otherwise (a page).
+// out in a system call and a TCP segment of its own. The whole list, up
+// to ClosedLimit bytes, is kept closed by its snapshot (one copy per
+// Publish) and written in one Write. A page or a look-up of up to JoinLimit
+// bytes is copied whole into one buffer and written in one Write, as a
+// server writing prepared bytes would: the copy costs less than the system
+// call it saves. A larger one is written without a copy of its middle, its
+// brackets each copied with EdgeSize bytes of the items beside them, so
+// that no write is of a few bytes: two Writes when the items are already
+// opened by "[" (the whole list), three otherwise (a page). The buffer is
+// held while its Write waits on the client, so JoinLimit stays small: a
+// client that does not read its answers pins at most that much per
+// connection.
 
 const (
-	// JoinLimit is the largest array written in one Write.
-	JoinLimit = 64 << 10
+	// ClosedLimit is the largest list a snapshot keeps closed.
+	ClosedLimit = 64 << 10
+	// JoinLimit is the largest page copied to be written in one Write.
+	JoinLimit = 16 << 10
 	// EdgeSize is how many bytes of a larger array go with each bracket.
 	EdgeSize = 4 << 10
 )
@@ -23,7 +30,7 @@ const (
 // arrayBufs keeps up to 64 buffers of writeArray between answers, each of
 // up to JoinLimit bytes: a channel rather than a sync.Pool, which the
 // collector empties and the race detector drops from at random, so that a
-// list costs the same allocations whatever its size.
+// page costs the same allocations whatever its size.
 var arrayBufs = make(chan *[]byte, 64)
 
 func getArrayBuf() *[]byte {

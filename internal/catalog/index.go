@@ -170,7 +170,11 @@ func (x *Index) Publish() {
 	etag = append(etag, '"')
 	// The writer only appends beyond len(list) and len(items), so the
 	// snapshot's bytes never change.
-	x.snap.Store(&Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag), names: x.names})
+	s := &Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag), names: x.names}
+	if len(s.list)+1 <= ClosedLimit {
+		s.closed = append(append(make([]byte, 0, len(s.list)+1), s.list...), ']')
+	}
+	x.snap.Store(s)
 }
 
 // Snapshot returns what readers see now.
@@ -179,10 +183,11 @@ func (x *Index) Snapshot() *Snapshot { return x.snap.Load() }
 // Snapshot is the categories as of one Publish. It never changes: handlers
 // may cache what they derive from one, keyed by its pointer.
 type Snapshot struct {
-	list  []byte
-	items []item
-	etag  string // strong ETag of the list: the count and a CRC of its bytes
-	names *nameTable
+	list   []byte
+	closed []byte // list with its "]", up to ClosedLimit bytes; nil above
+	items  []item
+	etag   string // strong ETag of the list: the count and a CRC of its bytes
+	names  *nameTable
 }
 
 // Len returns the number of categories.
@@ -200,7 +205,13 @@ func (s *Snapshot) Size() int { return len(s.list) + len("]") }
 
 // WriteTo writes the JSON array of every category, sorted by id, in as
 // few writes as a server writing the whole array at once (see writeArray).
-func (s *Snapshot) WriteTo(w io.Writer) (int64, error) { return writeArray(w, true, s.list) }
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	if s.closed != nil {
+		n, err := w.Write(s.closed)
+		return int64(n), err
+	}
+	return writeArray(w, true, s.list)
+}
 
 // Get returns the JSON of the category with the given id, and false if
 // there is none. The caller must not modify the bytes.

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -81,7 +83,7 @@ func TestWriteArrayWrites(t *testing.T) {
 		writes int
 	}{
 		{0, false, 1}, {1, false, 1}, {1, true, 1}, {100, false, 1}, {100, true, 1},
-		{600, true, 1}, {700, true, 2}, {700, false, 3}, {5000, true, 2}, {5000, false, 3},
+		{150, true, 1}, {151, true, 2}, {151, false, 3}, {5000, true, 2}, {5000, false, 3},
 	} {
 		joined := strings.TrimSuffix(strings.Repeat(item+",", c.items), ",")
 		in := joined
@@ -101,6 +103,30 @@ func TestWriteArrayWrites(t *testing.T) {
 			if len(w) > 1 && len(p) < EdgeSize {
 				t.Errorf("%d items (opened %v): write %d has %d bytes, want at least %d", c.items, c.opened, i, len(p), EdgeSize)
 			}
+		}
+	}
+}
+
+// The whole list goes in one Write up to ClosedLimit bytes, kept closed by
+// its snapshot, and in two above.
+func TestSnapshotWriteToWrites(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ n, writes int }{{0, 1}, {1, 1}, {500, 1}, {700, 2}} {
+		x := NewIndex(0, 0)
+		for i := range c.n {
+			name := fmt.Sprintf("category-%04d-%s", i, strings.Repeat("n", 80))
+			x.Add(FoldName(name), Category{ID: int64(i + 1), Name: name})
+		}
+		x.Publish()
+		s := x.Snapshot()
+		var w recordedWrites
+		n, err := s.WriteTo(&w)
+		got := bytes.Join(w, nil)
+		if err != nil || n != int64(s.Size()) || len(got) != s.Size() || !json.Valid(got) {
+			t.Errorf("%d categories: wrote %d bytes, %v; not the list of %d bytes", c.n, n, err, s.Size())
+		}
+		if len(w) != c.writes {
+			t.Errorf("%d categories (%d bytes): %d writes, want %d", c.n, s.Size(), len(w), c.writes)
 		}
 	}
 }
