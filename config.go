@@ -56,9 +56,9 @@ const minFilePoll = 10 * time.Millisecond
 // of, and returns their names; never a value. Kubernetes' service links of
 // a Service named petstore, and inside Kubernetes of petstore-… too, are
 // not petstore's to read and are passed over.
-func warnUnknownVars(environ []string, log *slog.Logger) []string {
+func warnUnknownVars(environ []string, getenv func(string) string, log *slog.Logger) []string {
 	links := isServiceLink
-	if envconf.Getenv(environ)("KUBERNETES_SERVICE_HOST") != "" {
+	if getenv("KUBERNETES_SERVICE_HOST") != "" {
 		links = isAnyServiceLink
 	}
 	var names []string

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 func runWithLimits(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer, lim limits) error {
 	getenv := envconf.Getenv(environ)
 	if len(args) > 1 {
-		return runTool(args[1:], environ, stdout, stderr)
+		return runTool(args[1:], environ, getenv, stdout, stderr)
 	}
 	// SIGHUP reloads the key file; without one it is only logged, never
 	// the end of the process that it is by default. It is caught from the
@@ -145,7 +145,7 @@ func runWithLimits(ctx context.Context, args []string, environ []string, stdout,
 	defer signal.Stop(hup)
 	// Named before the configuration is read: a misspelt name may be why
 	// it is refused.
-	unknownVars := warnUnknownVars(environ, accesslog.NewJSONLogger(stderr))
+	unknownVars := warnUnknownVars(environ, getenv, accesslog.NewJSONLogger(stderr))
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
@@ -230,9 +230,9 @@ func logHangups(ctx context.Context, hup <-chan os.Signal, log *slog.Logger) {
 	}
 }
 
-// runTool runs the one command args names (see writeUsage) instead of serving.
-func runTool(args []string, environ []string, stdout, stderr io.Writer) error {
-	getenv := envconf.Getenv(environ)
+// runTool runs the one command args names (see writeUsage) instead of
+// serving; getenv reads environ.
+func runTool(args []string, environ []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "-h", "-help", "--help":
 		err := writeUsage(stdout)
@@ -246,7 +246,7 @@ func runTool(args []string, environ []string, stdout, stderr io.Writer) error {
 		return writeOpenAPI(getenv, stdout, true)
 	case "-import", "-export":
 		log := accesslog.NewJSONLogger(stderr)
-		warnUnknownVars(environ, log)
+		warnUnknownVars(environ, getenv, log)
 		cfg, err := loadConfig(getenv)
 		if err != nil {
 			return err
