@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -101,7 +102,7 @@ func TestHTTP2PrefaceGetsAnErrorBody(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("status: got %d, want 404; body %s", resp.StatusCode, body)
 	}
-	if eb, ok := checkErrorBody(t, resp.StatusCode, resp.Header, body); ok && eb.Code != "not_found" {
+	if eb, ok := petstoretest.CheckErrorBody(t, resp.StatusCode, resp.Header, body); ok && eb.Code != "not_found" {
 		t.Errorf("code: got %q, want not_found", eb.Code)
 	}
 }

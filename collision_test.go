@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // collidingJournal holds names equal under this build's simple case folding,
@@ -80,18 +82,18 @@ func TestReplayKeepsCollidingNames(t *testing.T) {
 func TestBinaryStartsWithCollidingNames(t *testing.T) {
 	t.Parallel()
 	path := writeJournal(t, collidingJournal...)
-	p := startBinary(t, map[string]string{"PETSTORE_DATA": path})
-	warning := p.waitLog(5*time.Second, func(l logLine) bool {
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": path})
+	warning := p.WaitLog(5*time.Second, func(l petstoretest.LogLine) bool {
 		return l["level"] == "WARN" && l["line"] == path+":3" && l["earlier_line"] == path+":2"
 	})
 	if warning == nil {
-		t.Fatalf("no collision warning on stderr:\n%s", redactAll(p.stderr.String()))
+		t.Fatalf("no collision warning on stderr:\n%s", petstoretest.Redact(p.Stderr.String()))
 	}
-	resp, body := send(t, newClient(t), "GET", p.url("/v1/categories"), binKey, "", nil)
-	wantStatus(t, "list", resp, body, http.StatusOK)
-	var list []categoryBody
+	resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "GET", p.URL("/v1/categories"), petstoretest.Key, "", nil)
+	petstoretest.WantStatus(t, "list", resp, body, http.StatusOK)
+	var list []petstoretest.Category
 	if err := json.Unmarshal(body, &list); err != nil || len(list) != len(collidingJournal) {
 		t.Errorf("list: got %d categories (%v), want %d", len(list), err, len(collidingJournal))
 	}
-	p.stop(t)
+	p.Stop(t)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"petstore/internal/petstoretest"
 )
 
 // These tests hammer the real handler from many goroutines; they are meant
@@ -89,7 +91,7 @@ func testConcurrentCreates(t *testing.T, env *testEnv) {
 					t.Errorf("create %q: got %d, want 201; body %s", name, rec.Code, rec.Body)
 					continue
 				}
-				var c categoryBody
+				var c petstoretest.Category
 				if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
 					t.Errorf("create %q: %v; body %s", name, err, rec.Body)
 					continue
@@ -125,7 +127,7 @@ func testConcurrentCreates(t *testing.T, env *testEnv) {
 					t.Errorf("lister %d: list: got %d, want 200; body %s", l, rec.Code, rec.Body)
 					return
 				}
-				var list []categoryBody
+				var list []petstoretest.Category
 				if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 					t.Errorf("lister %d: list is not a JSON array of categories: %v; body %s", l, err, rec.Body)
 					return
@@ -193,7 +195,7 @@ func testConcurrentCreates(t *testing.T, env *testEnv) {
 }
 
 // checkAscending says what is wrong with the order of list, or "".
-func checkAscending(list []categoryBody) string {
+func checkAscending(list []petstoretest.Category) string {
 	for i, c := range list {
 		if c.ID <= 0 || c.Name == "" {
 			return fmt.Sprintf("item %d: got id %d, name %q; want a positive id and a name", i, c.ID, c.Name)
@@ -240,7 +242,7 @@ func testConcurrentSameName(t *testing.T, env *testEnv) {
 			switch rec.Code {
 			case http.StatusCreated:
 				winners++
-				var c categoryBody
+				var c petstoretest.Category
 				if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
 					t.Errorf("%s: racer %d: %v; body %s", round.name, i, err, rec.Body)
 				} else if want := strings.TrimSpace(round.names(i)); c.Name != want {

@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/apikey"
 	"petstore/internal/envconf"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -237,7 +238,7 @@ func TestUnknownVariablesAreNamed(t *testing.T) {
 	mustCreateVia(t, http.DefaultClient, svc.url(""), "dog", 1)
 
 	lines := strings.Split(strings.TrimSpace(svc.stderr.String()), "\n")
-	logs := parseLogLines(t, lines)
+	logs := petstoretest.ParseLogLines(t, lines)
 	want := map[string]string{ // name: nearest
 		"PETSTORE_API_KEY":                     "PETSTORE_API_KEYS",
 		"PETSTORE_TLS_CERTFILE":                "PETSTORE_TLS_CERT_FILE",
@@ -260,7 +261,7 @@ func TestUnknownVariablesAreNamed(t *testing.T) {
 	if !maps.Equal(warned, want) {
 		t.Errorf("warned (name: nearest) %v, want %v", warned, want)
 	}
-	listening := findLog(logs, "listening", nil)
+	listening := petstoretest.FindLog(logs, "listening", nil)
 	var listed []string
 	for _, v := range listening["unknown_variables"].([]any) {
 		listed = append(listed, v.(string))
@@ -275,12 +276,12 @@ func TestUnknownVariablesAreNamed(t *testing.T) {
 			vals = append(vals, v)
 		}
 	}
-	checkNoSecrets(t, lines, vals...)
+	petstoretest.CheckNoSecrets(t, lines, vals...)
 
 	// Without one, the listening line has no such member.
 	plain := startRun(t, baseEnv(":memory:"))
-	logs = parseLogLines(t, strings.Split(strings.TrimSpace(plain.stderr.String()), "\n"))
-	if l := findLog(logs, "listening", nil); l == nil || l["unknown_variables"] != nil {
+	logs = petstoretest.ParseLogLines(t, strings.Split(strings.TrimSpace(plain.stderr.String()), "\n"))
+	if l := petstoretest.FindLog(logs, "listening", nil); l == nil || l["unknown_variables"] != nil {
 		t.Errorf("the listening line of a start without unknown variables: %v", l)
 	}
 

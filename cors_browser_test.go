@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // corsPage is a page that calls petstore from another origin, as a browser
@@ -53,7 +55,7 @@ type pageSaw struct {
 	Create struct {
 		Status              int
 		Location, RequestID string
-		Body                categoryBody
+		Body                petstoretest.Category
 	}
 	Retry struct {
 		Status   int
@@ -62,17 +64,17 @@ type pageSaw struct {
 	Page struct {
 		Status     int
 		ETag, Link string
-		Body       []categoryBody
+		Body       []petstoretest.Category
 	}
 	NotModified struct{ Status int }
 	Conflict    struct {
 		Status int
-		Body   errorBody
+		Body   petstoretest.ErrorBody
 	}
 	NoKey struct {
 		Status    int
 		Challenge string
-		Body      errorBody
+		Body      petstoretest.ErrorBody
 	}
 	Error string
 }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/catalog"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -491,14 +492,14 @@ var createCodesByStatus = map[int]map[string]bool{
 
 // checkErrorAnswer checks that rec is a well-formed Error answer and returns
 // its body. Unlike mustError it takes any status a create may answer with.
-func checkErrorAnswer(t *testing.T, rec *httptest.ResponseRecorder) (errorBody, bool) {
+func checkErrorAnswer(t *testing.T, rec *httptest.ResponseRecorder) (petstoretest.ErrorBody, bool) {
 	t.Helper()
 	codes, ok := createCodesByStatus[rec.Code]
 	if !ok {
 		t.Errorf("status: got %d, want 201, 400, 409 or 413; body %s", rec.Code, rec.Body)
-		return errorBody{}, false
+		return petstoretest.ErrorBody{}, false
 	}
-	eb, ok := checkErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes())
+	eb, ok := petstoretest.CheckErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes())
 	if ok && !codes[eb.Code] {
 		t.Errorf("code: got %q, want one documented for %d", eb.Code, rec.Code)
 	}
@@ -594,7 +595,7 @@ func checkCreateBody(t *testing.T, env *testEnv, fresh *freshStore, body []byte)
 	if len(members) != wantMembers {
 		t.Errorf("201 body has %d members, want %d: %s", len(members), wantMembers, created)
 	}
-	var c categoryBody
+	var c petstoretest.Category
 	if err := json.Unmarshal(created, &c); err != nil {
 		t.Fatalf("201 body is not a Category: %v; %s", err, created)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -23,10 +24,10 @@ func startToFailure(t *testing.T, dir string, env map[string]string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, petstoreBinary(t))
+	cmd := exec.CommandContext(ctx, petstoretest.BinaryPath(t))
 	cmd.Dir = dir
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
-	cmd.Env = append(cmd.Env, "PETSTORE_ADDR=127.0.0.1:0", "PETSTORE_API_KEYS="+binKey)
+	cmd.Env = append(cmd.Env, "PETSTORE_ADDR=127.0.0.1:0", "PETSTORE_API_KEYS="+petstoretest.Key)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -35,7 +36,7 @@ func startToFailure(t *testing.T, dir string, env map[string]string) string {
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if ctx.Err() != nil || !errors.As(err, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("petstore did not stop at start with a non-zero exit (%v); stderr:\n%s", err, redactAll(stderr.String()))
+		t.Fatalf("petstore did not stop at start with a non-zero exit (%v); stderr:\n%s", err, petstoretest.Redact(stderr.String()))
 	}
 	return stderr.String()
 }
@@ -62,7 +63,7 @@ func TestDataPathTyposStopTheStart(t *testing.T) {
 			dir := t.TempDir()
 			stderr := startToFailure(t, dir, map[string]string{"PETSTORE_DATA": data})
 			if !strings.Contains(stderr, "PETSTORE_DATA") {
-				t.Errorf("stderr does not name PETSTORE_DATA:\n%s", redactAll(stderr))
+				t.Errorf("stderr does not name PETSTORE_DATA:\n%s", petstoretest.Redact(stderr))
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 				t.Errorf("it created %s in the working directory", entries[0].Name())
@@ -134,7 +135,7 @@ func TestDataPathSymlinkStopsTheStart(t *testing.T) {
 			}
 			stderr := startToFailure(t, dir, map[string]string{"PETSTORE_DATA": data})
 			if !strings.Contains(stderr, "PETSTORE_DATA") || !strings.Contains(stderr, "symbolic link") {
-				t.Errorf("stderr does not name PETSTORE_DATA and the link:\n%s", redactAll(stderr))
+				t.Errorf("stderr does not name PETSTORE_DATA and the link:\n%s", petstoretest.Redact(stderr))
 			}
 			got, err := os.ReadFile(target)
 			switch {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"petstore/internal/petstoretest"
 )
 
 // The documentation is tested as docs/architecture.md, "Documentation and
@@ -96,16 +98,16 @@ func TestDocsOfflineBlocks(t *testing.T) {
 		}
 		t.Run(page, func(t *testing.T) {
 			t.Parallel()
-			bin := petstoreBinary(t)
+			bin := petstoretest.BinaryPath(t)
 			dir := t.TempDir()
 			if err := os.Symlink(bin, filepath.Join(dir, "petstore")); err != nil {
 				t.Fatal(err)
 			}
-			var srv *binaryProcess
+			var srv *petstoretest.Process
 			ports := map[string]string{}
 			for _, b := range blocks {
 				if !b.standalone && srv == nil {
-					srv = startBinary(t, nil)
+					srv = petstoretest.Start(t, nil)
 				}
 				script := docPorts(t, b.code, srv, ports)
 				out, err := runDocBlock(dir, script, b.standalone)
@@ -126,11 +128,11 @@ var docPortRE = regexp.MustCompile(`\b(?:localhost|127\.0\.0\.1):(80\d\d)\b`)
 // docPorts puts srv's address in place of localhost:8080 and 127.0.0.1:8080,
 // and a free port of its own in place of every other 80NN (the same one for
 // the same NN across a page).
-func docPorts(t *testing.T, code string, srv *binaryProcess, ports map[string]string) string {
+func docPorts(t *testing.T, code string, srv *petstoretest.Process, ports map[string]string) string {
 	return docPortRE.ReplaceAllStringFunc(code, func(m string) string {
 		port := docPortRE.FindStringSubmatch(m)[1]
 		if port == "8080" && srv != nil {
-			return srv.addr
+			return srv.Addr
 		}
 		if ports[port] == "" {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -158,7 +160,7 @@ func runDocBlock(dir, script string, standalone bool) (string, error) {
 		return strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "GOMAXPROCS=")
 	})
 	if !standalone {
-		cmd.Env = append(cmd.Env, "PETSTORE_API_KEYS="+binKey)
+		cmd.Env = append(cmd.Env, "PETSTORE_API_KEYS="+petstoretest.Key)
 	}
 	cmd.Env = append(cmd.Env, "HOME="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -20,6 +20,7 @@ import (
 	"petstore/internal/catalog"
 	"petstore/internal/etcd/etcdtest"
 	"petstore/internal/journal"
+	"petstore/internal/petstoretest"
 )
 
 // Integration tests against a real etcd cluster: three members on
@@ -36,25 +37,25 @@ func loadClient(t *testing.T) *http.Client {
 
 // createVia posts a category named name to base and returns the status,
 // the category (on 201), the Location and the Retry-After header.
-func createVia(client *http.Client, base, key, name string) (int, categoryBody, http.Header, error) {
+func createVia(client *http.Client, base, key, name string) (int, petstoretest.Category, http.Header, error) {
 	body, _ := json.Marshal(map[string]string{"name": name})
-	req, err := newAPIRequest(context.Background(), "POST", base+"/v1/categories", key, string(body))
+	req, err := petstoretest.NewAPIRequest(context.Background(), "POST", base+"/v1/categories", key, string(body))
 	if err != nil {
-		return 0, categoryBody{}, nil, err
+		return 0, petstoretest.Category{}, nil, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, categoryBody{}, nil, err
+		return 0, petstoretest.Category{}, nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var c categoryBody
+	var c petstoretest.Category
 	if resp.StatusCode == http.StatusCreated {
 		if err := json.Unmarshal(b, &c); err != nil {
 			return resp.StatusCode, c, resp.Header, fmt.Errorf("201 body %s: %v", b, err)
 		}
 	} else if resp.StatusCode >= 400 {
-		var eb errorBody
+		var eb petstoretest.ErrorBody
 		if err := json.Unmarshal(b, &eb); err != nil || eb.Status != resp.StatusCode || resp.Header.Get("Content-Type") != "application/json" {
 			return resp.StatusCode, c, resp.Header, fmt.Errorf("status %d with a body that is not an Error: %s", resp.StatusCode, b)
 		}
@@ -63,9 +64,9 @@ func createVia(client *http.Client, base, key, name string) (int, categoryBody, 
 }
 
 // listVia returns the list of base, its ETag and status.
-func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBody, string, int) {
+func listVia(t *testing.T, client *http.Client, base, key string) ([]petstoretest.Category, string, int) {
 	t.Helper()
-	req, err := newAPIRequest(context.Background(), "GET", base+"/v1/categories", key, "")
+	req, err := petstoretest.NewAPIRequest(context.Background(), "GET", base+"/v1/categories", key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBod
 		t.Fatalf("list %s: %v", base, err)
 	}
 	defer resp.Body.Close()
-	var list []categoryBody
+	var list []petstoretest.Category
 	if resp.StatusCode == http.StatusOK {
 		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 			t.Fatalf("list %s: %v", base, err)
@@ -85,7 +86,7 @@ func listVia(t *testing.T, client *http.Client, base, key string) ([]categoryBod
 
 // waitList polls base's list, bounded by within, until it has n
 // categories, and returns it.
-func waitList(t *testing.T, client *http.Client, base, key string, n int, within time.Duration) ([]categoryBody, string) {
+func waitList(t *testing.T, client *http.Client, base, key string, n int, within time.Duration) ([]petstoretest.Category, string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -102,7 +103,7 @@ func waitList(t *testing.T, client *http.Client, base, key string, n int, within
 
 // checkConsecutive checks that list holds ids 1..len(list) in order and no
 // name twice (ignoring case).
-func checkConsecutive(t *testing.T, list []categoryBody) {
+func checkConsecutive(t *testing.T, list []petstoretest.Category) {
 	t.Helper()
 	names := map[string]int64{}
 	for i, c := range list {
@@ -199,13 +200,13 @@ func TestEtcdTwoInstances(t *testing.T) {
 
 	t.Run("idempotency key replays on the other instance", func(t *testing.T) {
 		post := func(base, idemKey, name string) (*http.Response, []byte) {
-			return send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": idemKey})
+			return petstoretest.Send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": idemKey})
 		}
 		first, body := post(bases[0], `"cross-1"`, "cross instance")
-		wantStatus(t, "first create", first, body, http.StatusCreated)
+		petstoretest.WantStatus(t, "first create", first, body, http.StatusCreated)
 		// At once on the other instance: its txn finds the key.
 		again, againBody := post(bases[1], `"cross-1"`, "cross instance")
-		wantStatus(t, "retry on the other instance", again, againBody, http.StatusCreated)
+		petstoretest.WantStatus(t, "retry on the other instance", again, againBody, http.StatusCreated)
 		if again.Header.Get("Idempotent-Replayed") != "true" || string(againBody) != string(body) || again.Header.Get("Location") != first.Header.Get("Location") {
 			t.Errorf("retry on the other instance: %s (replayed %q, Location %q), want %s replayed at %s",
 				againBody, again.Header.Get("Idempotent-Replayed"), again.Header.Get("Location"), body, first.Header.Get("Location"))
@@ -216,10 +217,10 @@ func TestEtcdTwoInstances(t *testing.T) {
 			t.Errorf("second retry on the other instance: %d %s", third.StatusCode, thirdBody)
 		}
 		other, otherBody := post(bases[1], `"cross-1"`, "another name")
-		wantStatus(t, "the key with another request", other, otherBody, http.StatusUnprocessableEntity)
+		petstoretest.WantStatus(t, "the key with another request", other, otherBody, http.StatusUnprocessableEntity)
 		// On the instance that made it, from its own table.
 		mine, mineBody := post(bases[0], `"cross-1"`, "another name")
-		wantStatus(t, "the key with another request where it was made", mine, mineBody, http.StatusUnprocessableEntity)
+		petstoretest.WantStatus(t, "the key with another request where it was made", mine, mineBody, http.StatusUnprocessableEntity)
 		// Racing one key on both instances: one category.
 		var wg sync.WaitGroup
 		type answer struct {
@@ -238,7 +239,7 @@ func TestEtcdTwoInstances(t *testing.T) {
 		wg.Wait()
 		close(answers)
 		for a := range answers {
-			var eb errorBody
+			var eb petstoretest.ErrorBody
 			json.Unmarshal(a.body, &eb)
 			if a.status != http.StatusCreated && !(a.status == http.StatusConflict && eb.Code == codeIdempotencyKeyInUse) {
 				t.Errorf("a raced create with one key: %d %s, want 201 (first or replay) or 409 idempotency_key_in_use", a.status, a.body)
@@ -283,7 +284,7 @@ func TestEtcdTwoInstances(t *testing.T) {
 // getVia GETs path on base and returns the status, body and headers.
 func getVia(t *testing.T, client *http.Client, base, path, key string) (int, []byte, http.Header) {
 	t.Helper()
-	req, err := newAPIRequest(context.Background(), "GET", base+path, key, "")
+	req, err := petstoretest.NewAPIRequest(context.Background(), "GET", base+path, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,12 +385,12 @@ func TestEtcdLeaderKill(t *testing.T) {
 	t.Parallel()
 	cluster := etcdtest.StartCluster(t)
 	env := map[string]string{"PETSTORE_DATA": cluster.Data("kill")}
-	a, b := startBinary(t, env), startBinary(t, env)
-	bases := []string{a.url(""), b.url("")}
+	a, b := petstoretest.Start(t, env), petstoretest.Start(t, env)
+	bases := []string{a.URL(""), b.URL("")}
 	client := loadClient(t)
 
 	type created struct {
-		c      categoryBody
+		c      petstoretest.Category
 		sentAt time.Time
 	}
 	var (
@@ -410,7 +411,7 @@ func TestEtcdLeaderKill(t *testing.T) {
 				default:
 				}
 				sent := time.Now()
-				status, c, _, err := createVia(client, bases[g%2], binKey, fmt.Sprintf("k-%d-%d", g, i))
+				status, c, _, err := createVia(client, bases[g%2], petstoretest.Key, fmt.Sprintf("k-%d-%d", g, i))
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -470,7 +471,7 @@ func TestEtcdLeaderKill(t *testing.T) {
 	for _, o := range oks {
 		maxID = max(maxID, o.c.ID)
 	}
-	list, _ := waitList(t, client, bases[0], binKey, int(maxID), 5*time.Second)
+	list, _ := waitList(t, client, bases[0], petstoretest.Key, int(maxID), 5*time.Second)
 	checkConsecutive(t, list)
 	for _, o := range oks {
 		if got := list[o.c.ID-1]; got.Name != o.c.Name {
@@ -478,15 +479,15 @@ func TestEtcdLeaderKill(t *testing.T) {
 		}
 	}
 
-	a.cmd.Process.Kill()
-	a.wait(t, 10*time.Second)
-	status, c, _, err := createVia(client, bases[1], binKey, "after-petstore-kill")
+	a.Cmd.Process.Kill()
+	a.Wait(t, 10*time.Second)
+	status, c, _, err := createVia(client, bases[1], petstoretest.Key, "after-petstore-kill")
 	if err != nil || status != http.StatusCreated {
 		t.Fatalf("create on the surviving petstore: %d %v", status, err)
 	}
-	restarted := startBinary(t, env)
-	listR, etagR := waitList(t, client, restarted.url(""), binKey, int(c.ID), 5*time.Second)
-	listB, etagB := waitList(t, client, bases[1], binKey, int(c.ID), time.Second)
+	restarted := petstoretest.Start(t, env)
+	listR, etagR := waitList(t, client, restarted.URL(""), petstoretest.Key, int(c.ID), 5*time.Second)
+	listB, etagB := waitList(t, client, bases[1], petstoretest.Key, int(c.ID), time.Second)
 	if len(listR) != len(listB) || etagR != etagB {
 		t.Errorf("restarted petstore lists %d (ETag %s), the survivor %d (ETag %s)", len(listR), etagR, len(listB), etagB)
 	}

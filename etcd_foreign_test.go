@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/catalog"
+	"petstore/internal/petstoretest"
 
 	"petstore/internal/etcd"
 	"petstore/internal/etcd/etcdtest"
@@ -116,7 +117,7 @@ func metricValue(r io.Reader, name string) float64 {
 
 func refusedRecords(t *testing.T, client *http.Client, base string) float64 {
 	t.Helper()
-	resp, body := send(t, client, "GET", base+"/metrics", e2eKey, "", nil)
+	resp, body := petstoretest.Send(t, client, "GET", base+"/metrics", e2eKey, "", nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %d", resp.StatusCode)
 	}
@@ -171,7 +172,7 @@ func testCounterSetBack(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 	if !strings.Contains(svc.stderr.String(), `"counter":1,"last_cached_id":3`) {
-		t.Errorf("the refusal's log line does not give the counter and the last id: %s", redact(svc.stderr.String()))
+		t.Errorf("the refusal's log line does not give the counter and the last id: %s", petstoretest.Redact(svc.stderr.String()))
 	}
 	foreignPut(t, cluster, "/back/counter", []byte("3"))
 	mustCreateVia(t, client, svc.url(""), "d", 4)
@@ -186,8 +187,8 @@ func testRecordAtNextID(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 	junk := []byte("not a category")
 	foreignPut(t, cluster, categoryKey("next", 2), junk)
 	// Not in the cache: a GET reads it through, and finds no category.
-	resp, body := send(t, client, "GET", svc.url("/v1/categories/2"), e2eKey, "", nil)
-	wantStatus(t, "GET of a value that is not JSON", resp, body, http.StatusNotFound)
+	resp, body := petstoretest.Send(t, client, "GET", svc.url("/v1/categories/2"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "GET of a value that is not JSON", resp, body, http.StatusNotFound)
 	wantCreateStatus(t, client, svc.url(""), "b", http.StatusInternalServerError)
 	if got := foreignGet(t, cluster, categoryKey("next", 2)); !bytes.Equal(got, junk) {
 		t.Fatalf("the key of id 2 holds %q, want the foreign value untouched", got)
@@ -247,8 +248,8 @@ func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 	foreignPut(t, cluster, "/bad/counter", []byte("11"))
 
 	for id := int64(2); id <= 9; id++ { // the read-through path
-		resp, body := send(t, client, "GET", svc.url("/v1/categories/"+strconv.FormatInt(id, 10)), e2eKey, "", nil)
-		wantStatus(t, fmt.Sprintf("GET of foreign record %d", id), resp, body, http.StatusNotFound)
+		resp, body := petstoretest.Send(t, client, "GET", svc.url("/v1/categories/"+strconv.FormatInt(id, 10)), e2eKey, "", nil)
+		petstoretest.WantStatus(t, fmt.Sprintf("GET of foreign record %d", id), resp, body, http.StatusNotFound)
 	}
 	mustCreateVia(t, client, svc.url(""), "b", 12)
 	if got := listIDs(t, client, svc.url("")); got != "1,10,11,12" {
@@ -263,8 +264,8 @@ func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 		t.Errorf("list ids on an instance started after: %s, want 1,10,11,12", got)
 	}
 	for _, id := range []string{"10", "11"} {
-		resp, body := send(t, client, "GET", other.url("/v1/categories/"+id), e2eKey, "", nil)
-		wantStatus(t, "GET of the old-rules record "+id, resp, body, http.StatusOK)
+		resp, body := petstoretest.Send(t, client, "GET", other.url("/v1/categories/"+id), e2eKey, "", nil)
+		petstoretest.WantStatus(t, "GET of the old-rules record "+id, resp, body, http.StatusOK)
 	}
 	if n := refusedRecords(t, client, other.url("")); n != 8 {
 		t.Errorf("petstore_store_records_refused_total after a start: %v, want 8", n)
@@ -277,20 +278,20 @@ func testInvalidRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 // the race detector, decoding the 13 MB the gateway sends for them takes
 // seconds of CPU for every instance that reads them.
 func testLargeValues(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
-	svc := startBinary(t, baseEnv(cluster.Data("huge")))
-	mustCreateVia(t, client, svc.url(""), "a", 1)
+	svc := petstoretest.Start(t, baseEnv(cluster.Data("huge")))
+	mustCreateVia(t, client, svc.URL(""), "a", 1)
 	big := bytes.Repeat([]byte("x"), 1400_000)
 	for id := int64(2); id <= 6; id++ {
 		foreignPut(t, cluster, categoryKey("huge", id), big)
 	}
 	foreignPut(t, cluster, "/huge/counter", []byte("6"))
-	mustCreateVia(t, client, svc.url(""), "b", 7)
+	mustCreateVia(t, client, svc.URL(""), "b", 7)
 
-	other := startBinary(t, baseEnv(cluster.Data("huge")))
-	if got := listIDs(t, client, other.url("")); got != "1,7" {
+	other := petstoretest.Start(t, baseEnv(cluster.Data("huge")))
+	if got := listIDs(t, client, other.URL("")); got != "1,7" {
 		t.Errorf("list ids on an instance started after: %s, want 1,7", got)
 	}
-	if n := refusedRecords(t, client, other.url("")); n != 5 {
+	if n := refusedRecords(t, client, other.URL("")); n != 5 {
 		t.Errorf("petstore_store_records_refused_total: %v, want 5", n)
 	}
 }
@@ -302,26 +303,26 @@ func testTakenNamesNoWrite(t *testing.T, cluster *etcdtest.Cluster, client *http
 	a := startRun(t, baseEnv(cluster.Data("taken")))
 	b := startRun(t, baseEnv(cluster.Data("taken")))
 	keyed := func(base, key, name string) (*http.Response, []byte) {
-		return send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": `"` + key + `"`})
+		return petstoretest.Send(t, client, "POST", base+"/v1/categories", e2eKey, `{"name":"`+name+`"}`, map[string]string{"Idempotency-Key": `"` + key + `"`})
 	}
 	resp, body := keyed(a.url(""), "first", "dog")
-	wantStatus(t, "the first create", resp, body, http.StatusCreated)
+	petstoretest.WantStatus(t, "the first create", resp, body, http.StatusCreated)
 	waitList(t, client, b.url(""), e2eKey, 1, 5*time.Second)
 
 	_, before := etcdMetric(t, cluster, "etcd_server_proposals_committed_total")
 	const n = 30
 	for i := range n {
 		resp, body := keyed(a.url(""), fmt.Sprintf("other-%d", i), "DOG")
-		wantStatus(t, "a keyed create of a taken name", resp, body, http.StatusConflict)
+		petstoretest.WantStatus(t, "a keyed create of a taken name", resp, body, http.StatusConflict)
 		wantCreateStatus(t, client, b.url(""), "Dog", http.StatusConflict)
 	}
 	resp, body = keyed(b.url(""), "first", "dog") // made on a
-	wantStatus(t, "the keyed retry on the other instance", resp, body, http.StatusCreated)
+	petstoretest.WantStatus(t, "the keyed retry on the other instance", resp, body, http.StatusCreated)
 	if resp.Header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(body), `"id":1`) {
 		t.Errorf("the keyed retry: %s, Idempotent-Replayed %q; want category 1 replayed", body, resp.Header.Get("Idempotent-Replayed"))
 	}
 	resp, body = keyed(b.url(""), "first", "cat")
-	wantStatus(t, "the key again with another name", resp, body, http.StatusUnprocessableEntity)
+	petstoretest.WantStatus(t, "the key again with another name", resp, body, http.StatusUnprocessableEntity)
 	_, after := etcdMetric(t, cluster, "etcd_server_proposals_committed_total")
 	if after-before > 3 {
 		t.Errorf("%d creates that could not create anything cost %v raft proposals, want none", 2*n+2, after-before)
@@ -336,8 +337,8 @@ func testFarIDsNoRead(t *testing.T, cluster *etcdtest.Cluster, client *http.Clie
 	before, _ := etcdMetric(t, cluster, "etcd_mvcc_range_total")
 	const n = 40
 	for range n {
-		resp, body := send(t, client, "GET", svc.url("/v1/categories/9223372036854775807"), e2eKey, "", nil)
-		wantStatus(t, "GET of the largest id", resp, body, http.StatusNotFound)
+		resp, body := petstoretest.Send(t, client, "GET", svc.url("/v1/categories/9223372036854775807"), e2eKey, "", nil)
+		petstoretest.WantStatus(t, "GET of the largest id", resp, body, http.StatusNotFound)
 	}
 	after, _ := etcdMetric(t, cluster, "etcd_mvcc_range_total")
 	// The probe reads the counter from each of the 3 members every 0.4 s;
@@ -348,6 +349,6 @@ func testFarIDsNoRead(t *testing.T, cluster *etcdtest.Cluster, client *http.Clie
 	// An id the counter has reached is read through (not in the cache yet).
 	foreignPut(t, cluster, categoryKey("far", 2), []byte(`{"id":2,"name":"elsewhere"}`))
 	foreignPut(t, cluster, "/far/counter", []byte("2"))
-	resp, body := send(t, client, "GET", svc.url("/v1/categories/2"), e2eKey, "", nil)
-	wantStatus(t, "GET of an id another writer made", resp, body, http.StatusOK)
+	resp, body := petstoretest.Send(t, client, "GET", svc.url("/v1/categories/2"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "GET of an id another writer made", resp, body, http.StatusOK)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/etcd/etcdtest"
+	"petstore/internal/petstoretest"
 )
 
 // -export says on stderr which store it reads, so that an export of the
@@ -88,7 +89,7 @@ func TestFailedExportLeavesNoFile(t *testing.T) {
 	journal := filepath.Join(dir, "cats.jsonl")
 	svc := startRun(t, baseEnv(journal))
 	mustCreateVia(t, http.DefaultClient, svc.url(""), "dog", 1)
-	bin := petstoreBinary(t)
+	bin := petstoretest.BinaryPath(t)
 	sh := func(script string) (string, error) {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Dir = dir

@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
 // rawAnswer is what one raw exchange got back.
 type rawAnswer struct {
 	resp   *http.Response
-	body   errorBody // decoded when the answer is an Error
-	closed bool      // the server closed the connection after the answer
-	extra  string    // anything the server sent after the first answer
+	body   petstoretest.ErrorBody // decoded when the answer is an Error
+	closed bool                   // the server closed the connection after the answer
+	extra  string                 // anything the server sent after the first answer
 }
 
 // rawExchange writes raw to addr, reads one answer, then reads on, bounded
@@ -129,7 +130,7 @@ func TestAmbiguousFramingClosesConnection(t *testing.T) {
 				t.Errorf("the connection is still open after the answer")
 			}
 			if a.extra != "" {
-				t.Errorf("the server answered the smuggled request: %q", redact(a.extra))
+				t.Errorf("the server answered the smuggled request: %q", petstoretest.Redact(a.extra))
 			}
 		})
 	}
@@ -183,9 +184,9 @@ func TestBodyReadErrorsAreTheClients(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got = map[float64]int{}
-		var lines []logLine
+		var lines []petstoretest.LogLine
 		for _, line := range svc.stderr.Lines() {
-			var l logLine
+			var l petstoretest.LogLine
 			if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "request" {
 				lines = append(lines, l)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/bodybudget"
+	"petstore/internal/petstoretest"
 )
 
 // These tests drive the real handler (routes + newHandler) through
@@ -444,7 +445,7 @@ func TestIDsIncreaseAndListIsSorted(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	names := []string{"zebra", "ant", "mouse", "cat", "bee", "yak", "dog"}
-	var created []categoryBody
+	var created []petstoretest.Category
 	for i, name := range names {
 		c := env.mustCreate(t, name)
 		if i == 0 && c.ID != 1 {
@@ -462,7 +463,7 @@ func TestIDsIncreaseAndListIsSorted(t *testing.T) {
 	if !slices.Equal(list, created) {
 		t.Errorf("list: got %+v, want %+v", list, created)
 	}
-	if !slices.IsSortedFunc(list, func(a, b categoryBody) int { return int(a.ID - b.ID) }) {
+	if !slices.IsSortedFunc(list, func(a, b petstoretest.Category) int { return int(a.ID - b.ID) }) {
 		t.Errorf("list not sorted by id: %+v", list)
 	}
 	for _, c := range created {
@@ -577,7 +578,7 @@ func TestListETag(t *testing.T) {
 	if newETag == "" || newETag == etag {
 		t.Errorf("ETag after a create: got %q, want a new one (was %q)", newETag, etag)
 	}
-	var got []categoryBody
+	var got []petstoretest.Category
 	if err := json.Unmarshal(changed.Body.Bytes(), &got); err != nil || len(got) != 1 {
 		t.Errorf("list after a create: got %s (%v), want one category", changed.Body, err)
 	}
@@ -604,7 +605,7 @@ func TestJSONEscapingRoundTrip(t *testing.T) {
 		`mixed "\<>&é/`,
 		"tab\tinside",
 	}
-	want := make([]categoryBody, 0, len(names))
+	want := make([]petstoretest.Category, 0, len(names))
 	for _, name := range names {
 		if strings.ContainsAny(name, "\t\u2028\u2029") {
 			// A tab is a control character, U+2028 and U+2029 are

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"petstore/internal/accesslog"
 	"petstore/internal/apikey"
-	"petstore/internal/rawjson"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -129,50 +128,14 @@ func (e *testEnv) do(t testing.TB, req request) *httptest.ResponseRecorder {
 	return rec
 }
 
-// errorBody is the Error body of the API.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Status  int    `json:"status"`
-}
-
-// checkErrorBody checks an Error answer of any status: JSON content type, a
-// UTF-8 JSON object of exactly code, message and status, status matching
-// the HTTP status, a message. It reports problems with t.Errorf and returns
-// false when the body could not be decoded at all.
-func checkErrorBody(t testing.TB, status int, header http.Header, body []byte) (errorBody, bool) {
-	t.Helper()
-	if ct := header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type: got %q, want application/json", ct)
-	}
-	var eb errorBody
-	if err := json.Unmarshal(body, &eb); err != nil || !utf8.Valid(body) {
-		t.Errorf("error body is not a UTF-8 JSON object of code, message and status (%v): %q", err, body)
-		return errorBody{}, false
-	}
-	// Exactly these three members, once each (encoding/json has checked the
-	// syntax; counting them needs no second decoding).
-	if members, err := rawjson.Members(body, make([]rawjson.Member, 0, 4)); err != nil || len(members) != 3 ||
-		members[0].Name == members[1].Name || members[1].Name == members[2].Name || members[0].Name == members[2].Name {
-		t.Errorf("error body has members other than exactly code, message, status: %s", body)
-	}
-	if eb.Status != status {
-		t.Errorf("body status: got %d, want the HTTP status %d", eb.Status, status)
-	}
-	if eb.Message == "" {
-		t.Errorf("message is empty")
-	}
-	return eb, true
-}
-
 // mustError checks that rec is an Error answer with the given status and
-// code (see checkErrorBody).
-func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) errorBody {
+// code (see petstoretest.CheckErrorBody).
+func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) petstoretest.ErrorBody {
 	t.Helper()
 	if rec.Code != status {
 		t.Fatalf("status: got %d, want %d; body %s", rec.Code, status, rec.Body)
 	}
-	eb, ok := checkErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes())
+	eb, ok := petstoretest.CheckErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes())
 	if !ok {
 		t.FailNow()
 	}
@@ -182,22 +145,15 @@ func mustError(t testing.TB, rec *httptest.ResponseRecorder, status int, code st
 	return eb
 }
 
-// categoryBody is a Category as a client decodes it.
-type categoryBody struct {
-	ID          int64   `json:"id"`
-	Name        string  `json:"name"`
-	Description *string `json:"description"`
-}
-
 // mustCreate creates a category named name and returns it.
-func (e *testEnv) mustCreate(t testing.TB, name string) categoryBody {
+func (e *testEnv) mustCreate(t testing.TB, name string) petstoretest.Category {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"name": name})
 	rec := e.do(t, request{method: "POST", path: "/v1/categories", body: string(body)})
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("create %q: got %d, want 201; body %s", name, rec.Code, rec.Body)
 	}
-	var c categoryBody
+	var c petstoretest.Category
 	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
 		t.Fatalf("create %q: %v", name, err)
 	}
@@ -205,13 +161,13 @@ func (e *testEnv) mustCreate(t testing.TB, name string) categoryBody {
 }
 
 // mustList lists the categories.
-func (e *testEnv) mustList(t testing.TB) []categoryBody {
+func (e *testEnv) mustList(t testing.TB) []petstoretest.Category {
 	t.Helper()
 	rec := e.do(t, request{method: "GET", path: "/v1/categories"})
 	if rec.Code != http.StatusOK {
 		t.Fatalf("list: got %d, want 200; body %s", rec.Code, rec.Body)
 	}
-	var list []categoryBody
+	var list []petstoretest.Category
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 		t.Fatalf("list: %v; body %s", err, rec.Body)
 	}
@@ -283,9 +239,9 @@ func mustNotLeak(t testing.TB, rec *httptest.ResponseRecorder, secret string) {
 
 // decodeCategory decodes a Category answer, and its members by name, so
 // that a test can tell an absent member from an empty one.
-func decodeCategory(t testing.TB, body []byte) (categoryBody, map[string]json.RawMessage) {
+func decodeCategory(t testing.TB, body []byte) (petstoretest.Category, map[string]json.RawMessage) {
 	t.Helper()
-	var c categoryBody
+	var c petstoretest.Category
 	if err := json.Unmarshal(body, &c); err != nil {
 		t.Fatalf("category body: %v; body %s", err, body)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"petstore/internal/apikey"
 	"petstore/internal/filewatch"
+	"petstore/internal/petstoretest"
 )
 
 // Key rotation through the real binary (README, "Rotating keys without a
@@ -48,10 +49,10 @@ func TestKeyRotation(t *testing.T) {
 		}
 	}
 	writeKeys("# the first key\n" + keyA + "\n")
-	p := startBinary(t, map[string]string{"PETSTORE_API_KEYS": envKey, "PETSTORE_API_KEYS_FILE": file, "PETSTORE_FILE_POLL": filePoll.String()})
-	client := newClient(t)
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_API_KEYS": envKey, "PETSTORE_API_KEYS_FILE": file, "PETSTORE_FILE_POLL": filePoll.String()})
+	client := petstoretest.NewClient(t)
 	status := func(key string) int {
-		resp, _ := send(t, client, "GET", p.url("/v1/categories"), key, "", nil)
+		resp, _ := petstoretest.Send(t, client, "GET", p.URL("/v1/categories"), key, "", nil)
 		return resp.StatusCode
 	}
 	// inForce is how soon a finished change of the file must be in force:
@@ -73,7 +74,7 @@ func TestKeyRotation(t *testing.T) {
 	}
 
 	// A create with keyA is past the key check (100 Continue) when keyA goes.
-	inFlight := startSlowCreate(t, client, p.url("/v1/categories"), keyA)
+	inFlight := startSlowCreate(t, client, p.URL("/v1/categories"), keyA)
 
 	writeKeys(keyB + "\n")
 	waitStatus("keyA after the file lost it", keyA, http.StatusUnauthorized)
@@ -102,7 +103,7 @@ func TestKeyRotation(t *testing.T) {
 	if status(keyC) != http.StatusUnauthorized {
 		t.Fatalf("a rewrite polling cannot see was loaded without SIGHUP; the test proves nothing")
 	}
-	p.signal(t, syscall.SIGHUP)
+	p.Signal(t, syscall.SIGHUP)
 	waitStatus("keyC after SIGHUP", keyC, http.StatusOK)
 	if status(keyB) != http.StatusUnauthorized {
 		t.Errorf("keyB after SIGHUP: still accepted")
@@ -110,7 +111,7 @@ func TestKeyRotation(t *testing.T) {
 
 	// A broken file keeps the keys in force and says where it is broken.
 	writeKeys(keyC + "\nnot a key\n")
-	if p.waitLog(inForce, func(l logLine) bool {
+	if p.WaitLog(inForce, func(l petstoretest.LogLine) bool {
 		return l["msg"] == "API keys not reloaded; the keys in force stay" && l["file"] == file && containsAll(l["error"], file, "line 2")
 	}) == nil {
 		t.Fatalf("no error naming %s and line 2 on stderr", file)
@@ -118,8 +119,8 @@ func TestKeyRotation(t *testing.T) {
 	if status(keyC) != http.StatusOK || status(envKey) != http.StatusOK {
 		t.Errorf("after a broken file: want the keys in force kept")
 	}
-	p.stop(t)
-	checkNoSecrets(t, p.stderr.Lines(), secrets...)
+	p.Stop(t)
+	petstoretest.CheckNoSecrets(t, p.Stderr.Lines(), secrets...)
 }
 
 func containsAll(v any, parts ...string) bool {
@@ -257,7 +258,7 @@ func TestKeyFileWrittenInPlace(t *testing.T) {
 	if status(key) != http.StatusOK || status(valid) != http.StatusUnauthorized {
 		t.Errorf("after a file with a short key: want the keys in force kept, the file's not loaded")
 	}
-	checkNoSecrets(t, logs.Lines(), key, valid, short)
+	petstoretest.CheckNoSecrets(t, logs.Lines(), key, valid, short)
 }
 
 // Key and TLS files are read whole only up to 1 MiB: a larger one stops

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/apikey"
 	"petstore/internal/logsink"
+	"petstore/internal/petstoretest"
 )
 
 // stuckWriter is a stderr nobody reads: every Write blocks until release
@@ -77,7 +78,7 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 	count := func() bool {
 		written, dropped = 0, 0
 		for _, line := range strings.Split(strings.TrimSpace(w.out.String()), "\n") {
-			var l logLine
+			var l petstoretest.LogLine
 			if json.Unmarshal([]byte(line), &l) != nil {
 				continue
 			}
@@ -99,8 +100,8 @@ func TestLogSinkStuckStderrBlocksNoRequest(t *testing.T) {
 // says how many lines it dropped once the pipe drains.
 func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
 	t.Parallel()
-	p := startBinary(t, nil)
-	p.pauseStderr()
+	p := petstoretest.Start(t, nil)
+	p.PauseStderr()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	defer client.CloseIdleConnections()
 	// Lines of about 2 KiB (a 404's path is in its line): 400 of them are
@@ -112,18 +113,18 @@ func TestBinaryStuckStderrBlocksNoRequest(t *testing.T) {
 		if i%4 == 0 {
 			path, want = "/v1/categories", http.StatusOK
 		}
-		resp, body := send(t, client, "GET", p.url(path), binKey, "", nil)
-		wantStatus(t, fmt.Sprintf("request %d while stderr is not read", i), resp, body, want)
+		resp, body := petstoretest.Send(t, client, "GET", p.URL(path), petstoretest.Key, "", nil)
+		petstoretest.WantStatus(t, fmt.Sprintf("request %d while stderr is not read", i), resp, body, want)
 	}
-	p.resumeStderr()
-	warning := p.waitLog(10*time.Second, func(l logLine) bool {
+	p.ResumeStderr()
+	warning := p.WaitLog(10*time.Second, func(l petstoretest.LogLine) bool {
 		n, _ := l["lines"].(float64)
 		return l["level"] == "WARN" && strings.Contains(fmt.Sprint(l["msg"]), "dropped") && n > 0
 	})
 	if warning == nil {
-		t.Fatalf("no warning about dropped lines once stderr drained; stderr ends:\n%s", tail(redactAll(p.stderr.String()), 2000))
+		t.Fatalf("no warning about dropped lines once stderr drained; stderr ends:\n%s", tail(petstoretest.Redact(p.Stderr.String()), 2000))
 	}
-	p.stop(t)
+	p.Stop(t)
 }
 
 // tail returns at most the last n bytes of s.

@@ -14,12 +14,13 @@ import (
 
 	"petstore/internal/etcd/etcdtest"
 	"petstore/internal/openapi/openapitest"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
 // TestMain runs the package's tests and removes the binary built for them
-// (binary_test.go); after a passing run it checks that every status a
+// (internal/petstoretest); after a passing run it checks that every status a
 // handler test saw a route answer is documented for that operation in the
 // OpenAPI document (observedStatuses).
 // More parallel tests run at once than GOMAXPROCS (testkit.RaiseParallel):
@@ -28,8 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testkit.RaiseParallel(4)
+	petstoretest.HideKeys(e2eKey, testKey, testKey2)
 	code := m.Run()
-	testBinary.Remove()
+	petstoretest.RemoveBinary()
 	etcdtest.StopShared()
 	if code == 0 {
 		missing, checked, err := undocumentedStatuses()

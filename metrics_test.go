@@ -18,6 +18,7 @@ import (
 	"petstore/internal/apikey"
 	"petstore/internal/metrics"
 	"petstore/internal/openapi"
+	"petstore/internal/petstoretest"
 	"petstore/internal/ratelimit"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -277,11 +278,11 @@ func TestAccessLogKeyFingerprint(t *testing.T) {
 	env.do(t, request{method: "GET", path: "/v1/categories", header: map[string]string{"Authorization": "Bearer wrong-key", "X-Request-Id": "fp-refused"}})
 	sum := sha256.Sum256([]byte(testKey))
 	want := hex.EncodeToString(sum[:4])
-	lines := parseLogLines(t, env.logs.Lines())
-	if l := findLog(lines, "request", map[string]any{"request_id": "fp-accepted"}); l == nil || l["key"] != want {
+	lines := petstoretest.ParseLogLines(t, env.logs.Lines())
+	if l := petstoretest.FindLog(lines, "request", map[string]any{"request_id": "fp-accepted"}); l == nil || l["key"] != want {
 		t.Errorf("accepted request's line: key %v, want %s", l["key"], want)
 	}
-	if l := findLog(lines, "request", map[string]any{"request_id": "fp-refused"}); l == nil || l["key"] != nil {
+	if l := petstoretest.FindLog(lines, "request", map[string]any{"request_id": "fp-refused"}); l == nil || l["key"] != nil {
 		t.Errorf("refused request's line: key %v, want none", l["key"])
 	}
 	if strings.Contains(env.logs.String(), testKey) {

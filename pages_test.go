@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"petstore/internal/petstoretest"
 )
 
 // getList sends an authorised GET of path and returns the answer.
@@ -275,12 +277,12 @@ func FuzzListQuery(f *testing.F) {
 		env.handler.ServeHTTP(rec, r)
 		switch rec.Code {
 		case http.StatusOK:
-			var list []categoryBody
+			var list []petstoretest.Category
 			if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 				t.Fatalf("?%s: 200 with a body that is not an array: %v %q", query, err, rec.Body)
 			}
 		case http.StatusBadRequest:
-			if eb, ok := checkErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes()); ok && eb.Code != codeInvalidParameter {
+			if eb, ok := petstoretest.CheckErrorBody(t, rec.Code, rec.Header(), rec.Body.Bytes()); ok && eb.Code != codeInvalidParameter {
 				t.Errorf("?%s: code %q, want invalid_parameter", query, eb.Code)
 			}
 		default:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/logsink"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -30,15 +31,15 @@ func TestRunBoostsProcsForJournalWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := startBinary(t, tt.env, withPrefix(taskset, "-c", "0"))
-			resp, body := send(t, newClient(t), "POST", p.url("/v1/categories"), binKey, `{"name":"dog"}`, nil)
-			wantStatus(t, "create", resp, body, http.StatusCreated)
+			p := petstoretest.Start(t, tt.env, petstoretest.WithPrefix(taskset, "-c", "0"))
+			resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "POST", p.URL("/v1/categories"), petstoretest.Key, `{"name":"dog"}`, nil)
+			petstoretest.WantStatus(t, "create", resp, body, http.StatusCreated)
 			// The boost is logged before the create's 201; the access line
 			// of the create follows within the log's flush delay.
-			if p.waitLog(10*logsink.FlushDelay, func(l logLine) bool { return l["msg"] == "request" }) == nil {
+			if p.WaitLog(10*logsink.FlushDelay, func(l petstoretest.LogLine) bool { return l["msg"] == "request" }) == nil {
 				t.Fatalf("no access line for the create")
 			}
-			boosted := p.waitLog(0, func(l logLine) bool {
+			boosted := p.WaitLog(0, func(l petstoretest.LogLine) bool {
 				msg, _ := l["msg"].(string)
 				return strings.HasPrefix(msg, "journal writes: GOMAXPROCS raised") && l["gomaxprocs"] == float64(2)
 			}) != nil

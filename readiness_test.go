@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/catalog"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -92,7 +93,7 @@ func TestShutdownDelayConfig(t *testing.T) {
 			}
 		}
 	}
-	for v, want := range map[string]time.Duration{"": defaultGrace, "0s": 0, "2s": 2 * time.Second, "1m": time.Minute} {
+	for v, want := range map[string]time.Duration{"": petstoretest.DefaultGrace, "0s": 0, "2s": 2 * time.Second, "1m": time.Minute} {
 		cfg, err := loadConfig(mapEnv(map[string]string{"PETSTORE_SHUTDOWN_GRACE": v}))
 		if err != nil || cfg.grace != want {
 			t.Errorf("PETSTORE_SHUTDOWN_GRACE=%q: %v, %v; want %v", v, cfg.grace, err, want)
@@ -126,38 +127,38 @@ func getStatus(client *http.Client, url string, header ...string) int {
 func TestShutdownDelay(t *testing.T) {
 	t.Parallel()
 	const delay = 3 * time.Second
-	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": delay.String()})
-	client := newClient(t)
-	if got := getStatus(client, p.url("/readyz")); got != http.StatusOK {
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": delay.String()})
+	client := petstoretest.NewClient(t)
+	if got := getStatus(client, p.URL("/readyz")); got != http.StatusOK {
 		t.Fatalf("/readyz before SIGTERM: %d", got)
 	}
 	sent := time.Now()
-	p.signal(t, syscall.SIGTERM)
+	p.Signal(t, syscall.SIGTERM)
 	waitFor(t, "/readyz to turn 503", func() bool {
-		return getStatus(client, p.url("/readyz")) == http.StatusServiceUnavailable
+		return getStatus(client, p.URL("/readyz")) == http.StatusServiceUnavailable
 	})
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	served := 0
 	for time.Since(sent) < delay*2/3 {
-		if got := getStatus(fresh, p.url("/v1/categories"), "Authorization", "Bearer "+binKey); got != http.StatusOK || p.exited() {
-			t.Fatalf("the API on a new connection %v after SIGTERM, within the delay: %d (exited: %v), want 200", time.Since(sent), got, p.exited())
+		if got := getStatus(fresh, p.URL("/v1/categories"), "Authorization", "Bearer "+petstoretest.Key); got != http.StatusOK || p.Exited() {
+			t.Fatalf("the API on a new connection %v after SIGTERM, within the delay: %d (exited: %v), want 200", time.Since(sent), got, p.Exited())
 		}
 		served++
 		time.Sleep(100 * time.Millisecond) // requests spread over the delay, bounded by it
 	}
-	if got := getStatus(client, p.url("/healthz")); got != http.StatusOK {
+	if got := getStatus(client, p.URL("/healthz")); got != http.StatusOK {
 		t.Errorf("/healthz while draining: %d, want 200", got)
 	}
-	if code := p.wait(t, delay+defaultGrace+2*time.Second); code != 0 {
-		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
+	if code := p.Wait(t, delay+petstoretest.DefaultGrace+2*time.Second); code != 0 {
+		t.Fatalf("exit code: %d; stderr:\n%s", code, petstoretest.Redact(p.Stderr.String()))
 	}
 	if took := time.Since(sent); took < delay {
 		t.Errorf("exited %v after SIGTERM, before the delay of %v was over", took, delay)
 	}
-	logs := p.stderr.String()
+	logs := p.Stderr.String()
 	for _, msg := range []string{`"shutdown_delay":"3s"`, `"msg":"draining: not ready, serving on","delay":"3s"`, `"msg":"stopped"`} {
 		if !strings.Contains(logs, msg) {
-			t.Errorf("log lacks %s:\n%s", msg, redactAll(logs))
+			t.Errorf("log lacks %s:\n%s", msg, petstoretest.Redact(logs))
 		}
 	}
 	t.Logf("%d requests served on new connections during the delay", served)
@@ -171,27 +172,27 @@ func TestShutdownDelaySecondSignal(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("first-key-Xw3Rt9Lm\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startBinary(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "1h", "PETSTORE_API_KEYS_FILE": keyFile})
-	client := newClient(t)
-	p.signal(t, syscall.SIGTERM)
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_SHUTDOWN_DELAY": "1h", "PETSTORE_API_KEYS_FILE": keyFile})
+	client := petstoretest.NewClient(t)
+	p.Signal(t, syscall.SIGTERM)
 	waitFor(t, "/readyz to turn 503", func() bool {
-		return getStatus(client, p.url("/readyz")) == http.StatusServiceUnavailable
+		return getStatus(client, p.URL("/readyz")) == http.StatusServiceUnavailable
 	})
 	if err := os.WriteFile(keyFile, []byte("first-key-Xw3Rt9Lm\nsecond-key-Pq7Vn2Hs\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.signal(t, syscall.SIGHUP)
+	p.Signal(t, syscall.SIGHUP)
 	waitFor(t, "a key added during the delay to be accepted", func() bool {
-		return getStatus(client, p.url("/v1/categories"), "Authorization", "Bearer second-key-Pq7Vn2Hs") == http.StatusOK
+		return getStatus(client, p.URL("/v1/categories"), "Authorization", "Bearer second-key-Pq7Vn2Hs") == http.StatusOK
 	})
-	if p.exited() {
+	if p.Exited() {
 		t.Fatal("exited within the delay")
 	}
-	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, defaultGrace+5*time.Second); code != 0 {
-		t.Fatalf("exit code: %d; stderr:\n%s", code, redactAll(p.stderr.String()))
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.Wait(t, petstoretest.DefaultGrace+5*time.Second); code != 0 {
+		t.Fatalf("exit code: %d; stderr:\n%s", code, petstoretest.Redact(p.Stderr.String()))
 	}
-	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"a second stop signal ends the delay","signal":"terminated"`) {
-		t.Errorf("log lacks the second signal:\n%s", redactAll(logs))
+	if logs := p.Stderr.String(); !strings.Contains(logs, `"msg":"a second stop signal ends the delay","signal":"terminated"`) {
+		t.Errorf("log lacks the second signal:\n%s", petstoretest.Redact(logs))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/apikey"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -28,12 +29,12 @@ func TestRunEndToEnd(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	const wrongKey = "e2e-Wrong-Key-Qm3Vb8"
 	svc := startRun(t, baseEnv(data))
-	client := newClient(t)
+	client := petstoretest.NewClient(t)
 
 	// Create.
-	resp, created := send(t, client, "POST", svc.url("/v1/categories"), e2eKey,
+	resp, created := petstoretest.Send(t, client, "POST", svc.url("/v1/categories"), e2eKey,
 		`{"name":"  Dogs  ","description":"Good boys"}`, map[string]string{"X-Request-Id": "e2e-create-dogs"})
-	wantStatus(t, "create", resp, created, http.StatusCreated)
+	petstoretest.WantStatus(t, "create", resp, created, http.StatusCreated)
 	if got, want := resp.Header.Get("Location"), "/v1/categories/1"; got != want {
 		t.Errorf("create: Location: got %q, want %q", got, want)
 	}
@@ -45,28 +46,28 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 
 	// List.
-	resp, list := send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
-	wantStatus(t, "list", resp, list, http.StatusOK)
+	resp, list := petstoretest.Send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "list", resp, list, http.StatusOK)
 	if want := "[" + string(created) + "]"; string(list) != want {
 		t.Errorf("list: got %s, want %s", list, want)
 	}
 
 	// Get one.
-	resp, one := send(t, client, "GET", svc.url("/v1/categories/1"), e2eKey, "", nil)
-	wantStatus(t, "get", resp, one, http.StatusOK)
+	resp, one := petstoretest.Send(t, client, "GET", svc.url("/v1/categories/1"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "get", resp, one, http.StatusOK)
 	if !bytes.Equal(one, created) {
 		t.Errorf("get: got %s, want %s", one, created)
 	}
 
 	// A key that is not accepted.
-	resp, denied := send(t, client, "GET", svc.url("/v1/categories"), wrongKey, "", nil)
-	wantStatus(t, "wrong key", resp, denied, http.StatusUnauthorized)
+	resp, denied := petstoretest.Send(t, client, "GET", svc.url("/v1/categories"), wrongKey, "", nil)
+	petstoretest.WantStatus(t, "wrong key", resp, denied, http.StatusUnauthorized)
 	if got, want := resp.Header.Get("WWW-Authenticate"), `Bearer realm="petstore", error="invalid_token"`; got != want {
 		t.Errorf("wrong key: WWW-Authenticate: got %q, want %q", got, want)
 	}
-	var eb errorBody
+	var eb petstoretest.ErrorBody
 	if err := json.Unmarshal(denied, &eb); err != nil || eb.Code != codeUnauthorized || eb.Status != http.StatusUnauthorized {
-		t.Errorf("wrong key: body: got %s, want an Error with code unauthorized, status 401", redact(string(denied)))
+		t.Errorf("wrong key: body: got %s, want an Error with code unauthorized, status 401", petstoretest.Redact(string(denied)))
 	}
 	if bytes.Contains(denied, []byte(wrongKey)) || bytes.Contains(denied, []byte(e2eKey)) {
 		t.Errorf("wrong key: the answer quotes a key")
@@ -77,9 +78,9 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 
 	lines := svc.stderr.Lines()
-	logs := parseLogLines(t, lines)
-	checkNoSecrets(t, lines, e2eKey, wrongKey)
-	req := findLog(logs, "request", map[string]any{"request_id": "e2e-create-dogs"})
+	logs := petstoretest.ParseLogLines(t, lines)
+	petstoretest.CheckNoSecrets(t, lines, e2eKey, wrongKey)
+	req := petstoretest.FindLog(logs, "request", map[string]any{"request_id": "e2e-create-dogs"})
 	if req == nil {
 		t.Fatalf("no request log line with request_id e2e-create-dogs among %d lines", len(lines))
 	}
@@ -91,7 +92,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if d, ok := req["duration_ms"].(float64); !ok || d < 0 {
 		t.Errorf("request log line: duration_ms: got %v, want a non-negative number", req["duration_ms"])
 	}
-	if l := findLog(logs, "request", map[string]any{"path": "/v1/categories", "status": float64(401)}); l == nil {
+	if l := petstoretest.FindLog(logs, "request", map[string]any{"path": "/v1/categories", "status": float64(401)}); l == nil {
 		t.Errorf("no request log line for the 401")
 	} else if id, _ := l["request_id"].(string); id == "" {
 		t.Errorf("request log line of the 401: request_id: got %v, want a generated id", l["request_id"])
@@ -102,30 +103,30 @@ func TestRunEndToEnd(t *testing.T) {
 
 	// Restart on the same journal: the category survived, and ids go on.
 	svc2 := startRun(t, baseEnv(data))
-	resp, one = send(t, client, "GET", svc2.url("/v1/categories/1"), e2eKey, "", nil)
-	wantStatus(t, "get after restart", resp, one, http.StatusOK)
+	resp, one = petstoretest.Send(t, client, "GET", svc2.url("/v1/categories/1"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "get after restart", resp, one, http.StatusOK)
 	if !bytes.Equal(one, created) {
 		t.Errorf("get after restart: got %s, want %s", one, created)
 	}
-	resp, list = send(t, client, "GET", svc2.url("/v1/categories"), e2eKey, "", nil)
-	wantStatus(t, "list after restart", resp, list, http.StatusOK)
+	resp, list = petstoretest.Send(t, client, "GET", svc2.url("/v1/categories"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "list after restart", resp, list, http.StatusOK)
 	if want := "[" + string(created) + "]"; string(list) != want {
 		t.Errorf("list after restart: got %s, want %s", list, want)
 	}
-	resp, second := send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"Cats"}`, nil)
-	wantStatus(t, "create after restart", resp, second, http.StatusCreated)
+	resp, second := petstoretest.Send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"Cats"}`, nil)
+	petstoretest.WantStatus(t, "create after restart", resp, second, http.StatusCreated)
 	if want := `{"id":2,"name":"Cats"}`; string(second) != want {
 		t.Errorf("create after restart: got %s, want %s", second, want)
 	}
-	resp, dup := send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"DOGS"}`, nil)
-	wantStatus(t, "duplicate after restart", resp, dup, http.StatusConflict)
+	resp, dup := petstoretest.Send(t, client, "POST", svc2.url("/v1/categories"), e2eKey, `{"name":"DOGS"}`, nil)
+	petstoretest.WantStatus(t, "duplicate after restart", resp, dup, http.StatusConflict)
 	if err := svc2.stop(); err != nil {
 		t.Fatalf("second run after cancel: got %v, want nil", err)
 	}
 	lines2 := svc2.stderr.Lines()
-	logs2 := parseLogLines(t, lines2)
-	checkNoSecrets(t, lines2, e2eKey)
-	if l := findLog(logs2, "listening", nil); l == nil || l["categories"] != float64(1) {
+	logs2 := petstoretest.ParseLogLines(t, lines2)
+	petstoretest.CheckNoSecrets(t, lines2, e2eKey)
+	if l := petstoretest.FindLog(logs2, "listening", nil); l == nil || l["categories"] != float64(1) {
 		t.Errorf("second run's listening line: categories: got %v, want 1", l["categories"])
 	}
 }
@@ -144,9 +145,9 @@ func TestRunDataLocked(t *testing.T) {
 	}
 
 	// The first one is unaffected, and once it stops the journal is free.
-	client := newClient(t)
-	resp, body := send(t, client, "GET", first.url("/v1/categories"), e2eKey, "", nil)
-	wantStatus(t, "list on the first run", resp, body, http.StatusOK)
+	client := petstoretest.NewClient(t)
+	resp, body := petstoretest.Send(t, client, "GET", first.url("/v1/categories"), e2eKey, "", nil)
+	petstoretest.WantStatus(t, "list on the first run", resp, body, http.StatusOK)
 	if err := first.stop(); err != nil {
 		t.Fatalf("first run after cancel: got %v, want nil", err)
 	}
@@ -240,7 +241,7 @@ func TestRunConfigErrors(t *testing.T) {
 				args = []string{"petstore"}
 			}
 			_, err := runToError(t, args, env)
-			msg := redact(err.Error())
+			msg := petstoretest.Redact(err.Error())
 			for _, s := range tt.secrets {
 				if strings.Contains(msg, s) {
 					t.Errorf("error quotes a configured key: %s", strings.ReplaceAll(msg, s, "<secret>"))
@@ -264,7 +265,7 @@ func TestRunConfigErrors(t *testing.T) {
 func TestRunGeneratedKey(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DATA": store.MemoryPath}
-	client := newClient(t)
+	client := petstoretest.NewClient(t)
 	var keys []string
 	for i := 0; i < 2; i++ {
 		svc := startRun(t, env)
@@ -291,16 +292,16 @@ func TestRunGeneratedKey(t *testing.T) {
 		if n := strings.Count(strings.Join(svc.stderr.Lines(), "\n"), key); n != 1 {
 			t.Errorf("run %d: the generated key appears %d times on stderr, want exactly once", i+1, n)
 		}
-		parseLogLines(t, logLines)
+		petstoretest.ParseLogLines(t, logLines)
 
 		hide := func(s string) string { return strings.ReplaceAll(s, key, "<generated key>") }
-		resp, body := send(t, client, "GET", svc.url("/v1/categories"), key, "", nil)
+		resp, body := petstoretest.Send(t, client, "GET", svc.url("/v1/categories"), key, "", nil)
 		if resp.StatusCode != http.StatusOK || string(body) != "[]" {
 			t.Errorf("run %d: list with the generated key: got %d %s, want 200 []", i+1, resp.StatusCode, hide(string(body)))
 		}
-		resp, body = send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
+		resp, body = petstoretest.Send(t, client, "GET", svc.url("/v1/categories"), e2eKey, "", nil)
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("run %d: list with another key: got %d %s, want 401", i+1, resp.StatusCode, hide(redact(string(body))))
+			t.Errorf("run %d: list with another key: got %d %s, want 401", i+1, resp.StatusCode, hide(petstoretest.Redact(string(body))))
 		}
 		if err := svc.stop(); err != nil {
 			t.Fatalf("run %d after cancel: got %v, want nil", i+1, err)
@@ -320,7 +321,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "petstore.jsonl")
 	svc := startRun(t, baseEnv(data))
-	client := newClient(t)
+	client := petstoretest.NewClient(t)
 
 	// Past the key check and reading its body (100 Continue) when the stop
 	// signal comes.
@@ -352,7 +353,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 // server has begun shutting down.
 func waitListenerClosed(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(petstoretest.StartTimeout)
 	for attempt := 0; attempt < 500 && time.Now().Before(deadline); attempt++ {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"petstore/internal/apikey"
 	"petstore/internal/openapi/openapitest"
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -62,7 +63,7 @@ func mustInsufficientScope(t *testing.T, method string, rec *httptest.ResponseRe
 	}
 	body := make([]byte, 4096)
 	n, _ := resp.Body.Read(body)
-	eb, ok := checkErrorBody(t, resp.StatusCode, resp.Header, body[:n])
+	eb, ok := petstoretest.CheckErrorBody(t, resp.StatusCode, resp.Header, body[:n])
 	if ok && (eb.Code != codeInsufficientScope || !strings.Contains(eb.Message, `"`+scope+`"`)) {
 		t.Errorf("body: got code %q message %q, want insufficient_scope naming %q", eb.Code, eb.Message, scope)
 	}
@@ -169,7 +170,7 @@ func TestKeyScopeOrder(t *testing.T) {
 	mustError(t, env.do(t, request{method: "POST", path: "/v1/categories", body: `{"name":"x"}`, header: bearer(readKey)}), http.StatusTooManyRequests, codeRateLimited)
 
 	sum := sha256.Sum256([]byte(readKey))
-	line := findLog(parseLogLines(t, env.logs.Lines()), "request", map[string]any{"request_id": "scope-refused"})
+	line := petstoretest.FindLog(petstoretest.ParseLogLines(t, env.logs.Lines()), "request", map[string]any{"request_id": "scope-refused"})
 	if line == nil || line["status"] != float64(http.StatusForbidden) || line["key"] != hex.EncodeToString(sum[:4]) {
 		t.Errorf("access line of the 403: got %v, want status 403 and the read key's fingerprint", line)
 	}
@@ -177,7 +178,7 @@ func TestKeyScopeOrder(t *testing.T) {
 	if got := counted[`petstore_http_requests_total{method="POST",route="POST /v1/categories",code="403"}`]; got != 1 {
 		t.Errorf("403s of POST /v1/categories counted: %v, want 1", got)
 	}
-	checkNoSecrets(t, env.logs.Lines(), readKey, metricsKey)
+	petstoretest.CheckNoSecrets(t, env.logs.Lines(), readKey, metricsKey)
 }
 
 // scrapeWith takes GET /metrics with key.
@@ -232,7 +233,7 @@ func TestKeyScopesReload(t *testing.T) {
 	if got := create(fileKey, "b"); got != http.StatusCreated {
 		t.Errorf("create after the key was given write: got %d, want 201", got)
 	}
-	reloaded := findLog(parseLogLines(t, logs.Lines()), "API keys reloaded", nil)
+	reloaded := petstoretest.FindLog(petstoretest.ParseLogLines(t, logs.Lines()), "API keys reloaded", nil)
 	want := map[string]any{"read": 2.0, "write": 1.0, "metrics": 2.0}
 	if reloaded == nil || fmt.Sprint(reloaded["key_scopes"]) != fmt.Sprint(want) || reloaded["api_keys"] != 3.0 {
 		t.Errorf("reload log: got %v, want api_keys 3 and key_scopes %v", reloaded, want)
@@ -240,14 +241,14 @@ func TestKeyScopesReload(t *testing.T) {
 
 	write(fileKey + ":read\n" + otherKey + ":write+Metrics\n")
 	rotation.Reload("SIGHUP")
-	refused := findLog(parseLogLines(t, logs.Lines()), "API keys not reloaded; the keys in force stay", nil)
+	refused := petstoretest.FindLog(petstoretest.ParseLogLines(t, logs.Lines()), "API keys not reloaded; the keys in force stay", nil)
 	if refused == nil || !containsAll(refused["error"], file, "line 2", "none of read, write and metrics") {
 		t.Errorf("a bad scope on line 2: got %v, want an error naming the file and line 2", refused)
 	}
 	if got := create(fileKey, "c"); got != http.StatusCreated {
 		t.Errorf("after a bad file: the key lost its write scope (got %d, want 201)", got)
 	}
-	checkNoSecrets(t, logs.Lines(), fileKey, envKey, otherKey, "Metrics")
+	petstoretest.CheckNoSecrets(t, logs.Lines(), fileKey, envKey, otherKey, "Metrics")
 }
 
 // Through the binary: the listening line counts the keys of each scope
@@ -260,36 +261,36 @@ func TestKeyScopesBinary(t *testing.T) {
 	if err := os.WriteFile(file, []byte(fileMetrics+":metrics\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startBinary(t, map[string]string{"PETSTORE_API_KEYS": envRead + ":read," + envAll, "PETSTORE_API_KEYS_FILE": file})
-	listening := p.waitLog(time.Second, func(l logLine) bool { return l["msg"] == "listening" })
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_API_KEYS": envRead + ":read," + envAll, "PETSTORE_API_KEYS_FILE": file})
+	listening := p.WaitLog(time.Second, func(l petstoretest.LogLine) bool { return l["msg"] == "listening" })
 	want := map[string]any{"read": 2.0, "write": 1.0, "metrics": 2.0}
 	if listening == nil || fmt.Sprint(listening["key_scopes"]) != fmt.Sprint(want) {
 		t.Errorf("listening line: got %v, want key_scopes %v", listening, want)
 	}
-	client := newClient(t)
-	resp, body := send(t, client, "POST", p.url("/v1/categories"), envRead, `{"name":"dog"}`, nil)
+	client := petstoretest.NewClient(t)
+	resp, body := petstoretest.Send(t, client, "POST", p.URL("/v1/categories"), envRead, `{"name":"dog"}`, nil)
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Www-Authenticate") != `Bearer realm="petstore", error="insufficient_scope", scope="write"` ||
 		!strings.Contains(string(body), `"code":"insufficient_scope"`) {
 		t.Errorf("create with a read key: got %d %q %s", resp.StatusCode, resp.Header.Get("Www-Authenticate"), body)
 	}
-	if resp, _ := send(t, client, "GET", p.url("/metrics"), fileMetrics, "", nil); resp.StatusCode != http.StatusOK {
+	if resp, _ := petstoretest.Send(t, client, "GET", p.URL("/metrics"), fileMetrics, "", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("metrics with the file's metrics key: got %d", resp.StatusCode)
 	}
 
 	if err := os.WriteFile(file, []byte(fileMetrics+":metrics+metrics\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.signal(t, syscall.SIGHUP)
-	if p.waitLog(5*time.Second, func(l logLine) bool {
+	p.Signal(t, syscall.SIGHUP)
+	if p.WaitLog(5*time.Second, func(l petstoretest.LogLine) bool {
 		return l["msg"] == "API keys not reloaded; the keys in force stay" && containsAll(l["error"], file, "line 1", "twice")
 	}) == nil {
 		t.Fatalf("no error naming %s, line 1 and the repeated scope", file)
 	}
-	if resp, _ := send(t, client, "GET", p.url("/metrics"), fileMetrics, "", nil); resp.StatusCode != http.StatusOK {
+	if resp, _ := petstoretest.Send(t, client, "GET", p.URL("/metrics"), fileMetrics, "", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("metrics after a bad reload: got %d, want the key kept", resp.StatusCode)
 	}
-	p.stop(t)
-	checkNoSecrets(t, p.stderr.Lines(), envRead, envAll, fileMetrics)
+	p.Stop(t)
+	petstoretest.CheckNoSecrets(t, p.Stderr.Lines(), envRead, envAll, fileMetrics)
 }
 
 // A route that needs a key must name one scope, and a public one none:

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/store"
 )
 
@@ -95,7 +96,7 @@ func TestTLSServesHTTP2AndHTTP1Alike(t *testing.T) {
 	}
 	svc := startRun(t, env)
 	if !strings.Contains(svc.stderr.String(), `"msg":"listening","addr":"`+svc.addr+`","tls":true`) {
-		t.Errorf("the listening line lacks \"tls\":true:\n%s", redact(svc.stderr.String()))
+		t.Errorf("the listening line lacks \"tls\":true:\n%s", petstoretest.Redact(svc.stderr.String()))
 	}
 	auth := "Bearer " + e2eKey
 	big := `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`
@@ -130,7 +131,7 @@ func TestTLSServesHTTP2AndHTTP1Alike(t *testing.T) {
 			t.Errorf("%s: answers differ:\nHTTP/1.1 %s %s\nHTTP/2   %s %s", c.name, ct1, b1, ct2, b2)
 		}
 		if c.status >= 400 {
-			checkErrorBody(t, s2, http.Header{"Content-Type": {ct2}}, b2)
+			petstoretest.CheckErrorBody(t, s2, http.Header{"Content-Type": {ct2}}, b2)
 		}
 	}
 	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
@@ -201,14 +202,14 @@ func TestTLSReload(t *testing.T) {
 	dir := t.TempDir()
 	env := tlsEnv(t, ca, dir, 1)
 	env["PETSTORE_FILE_POLL"] = "100ms"
-	p := startBinary(t, env)
-	if got := servedSerial(t, p.addr, ca.roots); got != 1 {
+	p := petstoretest.Start(t, env)
+	if got := servedSerial(t, p.Addr, ca.roots); got != 1 {
 		t.Fatalf("serial at start: got %d, want 1", got)
 	}
 	waitSerial := func(what string, want int64) {
 		t.Helper()
 		deadline := time.Now().Add(8 * time.Second)
-		for servedSerial(t, p.addr, ca.roots) != want {
+		for servedSerial(t, p.Addr, ca.roots) != want {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: serial %d not served within 8 s", what, want)
 			}
@@ -216,34 +217,34 @@ func TestTLSReload(t *testing.T) {
 		}
 	}
 	tlsEnv(t, ca, dir, 2)
-	p.signal(t, syscall.SIGHUP)
+	p.Signal(t, syscall.SIGHUP)
 	waitSerial("after SIGHUP", 2)
 
 	keyFile := filepath.Join(dir, "key.pem")
 	_, strayKey := ca.issue(t, 99)
 	writeFileAtomic(t, keyFile, strayKey)
-	p.signal(t, syscall.SIGHUP)
-	refused := func(l logLine) bool {
+	p.Signal(t, syscall.SIGHUP)
+	refused := func(l petstoretest.LogLine) bool {
 		return l["msg"] == "TLS certificate not reloaded; the one in force stays" && l["file"] == keyFile
 	}
-	if p.waitLog(5*time.Second, refused) == nil {
+	if p.WaitLog(5*time.Second, refused) == nil {
 		t.Fatalf("a key that does not match: no error naming %s within 5 s", keyFile)
 	}
-	if got := servedSerial(t, p.addr, ca.roots); got != 2 {
+	if got := servedSerial(t, p.Addr, ca.roots); got != 2 {
 		t.Fatalf("after a broken pair and SIGHUP: serial %d served, want 2 kept", got)
 	}
 
 	tlsEnv(t, ca, dir, 3) // a good pair, no signal: the change is found
 	waitSerial("after the files changed", 3)
-	if got, _, _ := tlsDo(t, tlsClient(t, ca.roots, true), "GET", p.url("/v1/categories"), "Bearer "+binKey, "", "", 2); got != 200 {
+	if got, _, _ := tlsDo(t, tlsClient(t, ca.roots, true), "GET", p.URL("/v1/categories"), "Bearer "+petstoretest.Key, "", "", 2); got != 200 {
 		t.Fatalf("GET over HTTP/2 after rotation: got %d", got)
 	}
 	keyPEM, _ := os.ReadFile(keyFile)
-	checkNoKeyMaterial(t, p.stderr.String(), keyPEM, strayKey)
-	if !strings.Contains(p.stderr.String(), `"msg":"TLS certificate reloaded","reason":"file changed"`) {
+	checkNoKeyMaterial(t, p.Stderr.String(), keyPEM, strayKey)
+	if !strings.Contains(p.Stderr.String(), `"msg":"TLS certificate reloaded","reason":"file changed"`) {
 		t.Errorf("no log line of the reload by change")
 	}
-	p.stop(t)
+	p.Stop(t)
 }
 
 // One HTTP/2 connection that opens more streams than allowed, each a
@@ -393,7 +394,7 @@ func TestHTTP2SlowBodyTimesOut(t *testing.T) {
 	if resp.ProtoMajor != 2 {
 		t.Fatalf("served over %s, want HTTP/2", resp.Proto)
 	}
-	if e, ok := checkErrorBody(t, resp.StatusCode, resp.Header, got); !ok || resp.StatusCode != 408 || e.Code != "request_timeout" {
+	if e, ok := petstoretest.CheckErrorBody(t, resp.StatusCode, resp.Header, got); !ok || resp.StatusCode != 408 || e.Code != "request_timeout" {
 		t.Errorf("got %d %s, want 408 request_timeout", resp.StatusCode, got)
 	}
 }

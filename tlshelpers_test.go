@@ -90,7 +90,7 @@ func (ca *testCA) issue(t testing.TB, serial int64) (certPEM, keyPEM []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CA follows the leaf, as in a chain file, so that tlsRoots can
+	// The CA follows the leaf, as in a chain file, so that petstoretest.TLSRoots can
 	// trust the file's last certificate.
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})...)

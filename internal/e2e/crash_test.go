@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // TestCrashKeepsAcknowledgedCategories builds the real binary, drives
@@ -25,21 +27,21 @@ func TestCrashKeepsAcknowledgedCategories(t *testing.T) {
 	const iterations = 5
 	deadline := time.Now().Add(40 * time.Second)
 	for i := 0; i < iterations && time.Now().Before(deadline); i++ {
-		p := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+		p := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": dataPath})
 		checkAcknowledged(t, p, acked)
 		for id, name := range loadUntilKilled(t, p, i, 20+rand.IntN(300)) {
 			acked[id] = name
 		}
 	}
-	p := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": dataPath})
 	checkAcknowledged(t, p, acked)
-	p.stop(t)
+	p.Stop(t)
 	t.Logf("%d acknowledged creates survived SIGKILLs", len(acked))
 }
 
 // loadUntilKilled runs concurrent creates and SIGKILLs the process once
 // killAfter of them were acknowledged. It returns the acknowledged ones.
-func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) map[int64]string {
+func loadUntilKilled(t *testing.T, p *petstoretest.Process, iteration, killAfter int) map[int64]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -53,7 +55,7 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 	var killOnce sync.Once
 	kill := func() {
 		killOnce.Do(func() {
-			p.cmd.Process.Signal(syscall.SIGKILL)
+			p.Cmd.Process.Signal(syscall.SIGKILL)
 			close(killed)
 		})
 	}
@@ -63,7 +65,7 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 			defer wg.Done()
 			for n := 0; n < 10000 && ctx.Err() == nil; n++ {
 				name := fmt.Sprintf("crash-%d-%d-%d", iteration, w, n)
-				id, ok := createOverHTTP(ctx, client, p.url(""), name, "")
+				id, ok := createOverHTTP(ctx, client, p.URL(""), name, "")
 				select {
 				case <-killed:
 					if !ok {
@@ -86,7 +88,7 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 	}
 	wg.Wait()
 	kill()
-	p.wait(t, 10*time.Second)
+	p.Wait(t, 10*time.Second)
 	if len(acked) == 0 {
 		t.Fatalf("iteration %d: no create was acknowledged", iteration)
 	}
@@ -96,7 +98,7 @@ func loadUntilKilled(t *testing.T, p *binaryProcess, iteration, killAfter int) m
 // createOverHTTP creates a category named name, with an Idempotency-Key
 // unless idemKey is "", and returns its id; false when no 201 came back.
 func createOverHTTP(ctx context.Context, client *http.Client, base, name, idemKey string) (int64, bool) {
-	req, err := newAPIRequest(ctx, "POST", base+"/v1/categories", binKey, `{"name":"`+name+`"}`)
+	req, err := petstoretest.NewAPIRequest(ctx, "POST", base+"/v1/categories", petstoretest.Key, `{"name":"`+name+`"}`)
 	if err != nil {
 		return 0, false
 	}
@@ -108,7 +110,7 @@ func createOverHTTP(ctx context.Context, client *http.Client, base, name, idemKe
 		return 0, false
 	}
 	defer resp.Body.Close()
-	var c categoryBody
+	var c petstoretest.Category
 	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&c) != nil {
 		return 0, false
 	}
@@ -117,11 +119,11 @@ func createOverHTTP(ctx context.Context, client *http.Client, base, name, idemKe
 
 // checkAcknowledged lists the categories of p and checks that every
 // acknowledged one is there with its id, and that a new one gets a greater id.
-func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
+func checkAcknowledged(t *testing.T, p *petstoretest.Process, acked map[int64]string) {
 	t.Helper()
-	resp, body := send(t, newClient(t), "GET", p.url("/v1/categories"), binKey, "", nil)
-	wantStatus(t, "list after restart", resp, body, http.StatusOK)
-	var list []categoryBody
+	resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "GET", p.URL("/v1/categories"), petstoretest.Key, "", nil)
+	petstoretest.WantStatus(t, "list after restart", resp, body, http.StatusOK)
+	var list []petstoretest.Category
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatalf("list after restart: %v", err)
 	}
@@ -139,7 +141,7 @@ func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
 			t.Fatalf("acknowledged category %d %q: after restart got %q", id, name, byID[id])
 		}
 	}
-	id, ok := createOverHTTP(context.Background(), http.DefaultClient, p.url(""), fmt.Sprintf("after-restart-%d", len(list)), "")
+	id, ok := createOverHTTP(context.Background(), http.DefaultClient, p.URL(""), fmt.Sprintf("after-restart-%d", len(list)), "")
 	if !ok || id <= maxID {
 		t.Fatalf("create after restart: id %d (ok %v), want greater than %d", id, ok, maxID)
 	}
@@ -153,7 +155,7 @@ func checkAcknowledged(t *testing.T, p *binaryProcess, acked map[int64]string) {
 func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	dataPath := filepath.Join(t.TempDir(), "petstore.jsonl")
-	p := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": dataPath})
 	client := &http.Client{Timeout: 5 * time.Second}
 	type attempt struct {
 		name  string
@@ -177,7 +179,7 @@ func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 				mu.Lock()
 				attempts[key] = &attempt{name: name}
 				mu.Unlock()
-				id, ok := createOverHTTP(ctx, client, p.url(""), name, key)
+				id, ok := createOverHTTP(ctx, client, p.URL(""), name, key)
 				if !ok {
 					return // the process is gone
 				}
@@ -191,21 +193,21 @@ func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 				}
 				mu.Unlock()
 				if acked >= killAfter {
-					killOnce.Do(func() { p.signal(t, syscall.SIGKILL) })
+					killOnce.Do(func() { p.Signal(t, syscall.SIGKILL) })
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	killOnce.Do(func() { p.signal(t, syscall.SIGKILL) })
-	p.wait(t, 10*time.Second)
+	killOnce.Do(func() { p.Signal(t, syscall.SIGKILL) })
+	p.Wait(t, 10*time.Second)
 
-	p2 := startBinary(t, map[string]string{"PETSTORE_DATA": dataPath})
+	p2 := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": dataPath})
 	replayed, fresh := 0, 0
 	for key, a := range attempts {
-		resp, body := send(t, newClient(t), "POST", p2.url("/v1/categories"), binKey, `{"name":"`+a.name+`"}`, map[string]string{"Idempotency-Key": key})
-		wantStatus(t, "retry of "+key, resp, body, http.StatusCreated)
-		var c categoryBody
+		resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "POST", p2.URL("/v1/categories"), petstoretest.Key, `{"name":"`+a.name+`"}`, map[string]string{"Idempotency-Key": key})
+		petstoretest.WantStatus(t, "retry of "+key, resp, body, http.StatusCreated)
+		var c petstoretest.Category
 		json.Unmarshal(body, &c)
 		isReplay := resp.Header.Get("Idempotent-Replayed") == "true"
 		switch {
@@ -217,9 +219,9 @@ func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 			fresh++
 		}
 	}
-	resp, body := send(t, newClient(t), "GET", p2.url("/v1/categories"), binKey, "", nil)
-	wantStatus(t, "list", resp, body, http.StatusOK)
-	var list []categoryBody
+	resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "GET", p2.URL("/v1/categories"), petstoretest.Key, "", nil)
+	petstoretest.WantStatus(t, "list", resp, body, http.StatusOK)
+	var list []petstoretest.Category
 	json.Unmarshal(body, &list)
 	seen := map[string]bool{}
 	for _, c := range list {
@@ -232,5 +234,5 @@ func TestCrashKeepsIdempotencyKeys(t *testing.T) {
 		t.Errorf("categories: got %d, want %d, one per key", len(list), len(attempts))
 	}
 	t.Logf("%d keys: %d retries replayed, %d created afresh after the kill", len(attempts), replayed, fresh)
-	p2.stop(t)
+	p2.Stop(t)
 }

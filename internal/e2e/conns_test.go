@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/testkit"
 )
 
@@ -33,9 +34,9 @@ func TestMaxConnsIdleFlood(t *testing.T) {
 	t.Parallel()
 	// 140 files: without the cap, accept fails with "too many open files"
 	// before the 150th connection.
-	p := startBinary(t, map[string]string{"PETSTORE_MAX_CONNS": "100"},
-		withPrefix("sh", "-c", `ulimit -n 140 && exec "$0"`))
-	if l := p.waitLog(time.Second, func(l logLine) bool { return l["msg"] == "listening" }); l == nil || l["max_conns"] != float64(100) {
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_MAX_CONNS": "100"},
+		petstoretest.WithPrefix("sh", "-c", `ulimit -n 140 && exec "$0"`))
+	if l := p.WaitLog(time.Second, func(l petstoretest.LogLine) bool { return l["msg"] == "listening" }); l == nil || l["max_conns"] != float64(100) {
 		t.Fatalf("listening line: got %v, want max_conns 100", l)
 	}
 
@@ -58,22 +59,22 @@ func TestMaxConnsIdleFlood(t *testing.T) {
 	}
 	held := make([]net.Conn, 0, 150)
 	for i := range 150 {
-		conn := p.dialRaw(t)
+		conn := p.DialRaw(t)
 		if status, err := get(conn, bufio.NewReader(conn), "/healthz", "", 5*time.Second); err != nil || status != 200 {
 			t.Fatalf("held connection %d: status %d, %v", i, status, err)
 		}
 		held = append(held, conn)
 	}
-	conn := p.dialRaw(t)
+	conn := p.DialRaw(t)
 	start := time.Now()
-	if status, err := get(conn, bufio.NewReader(conn), "/v1/categories", binKey, time.Second); err != nil || status != 200 {
+	if status, err := get(conn, bufio.NewReader(conn), "/v1/categories", petstoretest.Key, time.Second); err != nil || status != 200 {
 		t.Fatalf("new client's keyed request: status %d, %v after %v", status, err, time.Since(start))
 	}
 	// The first held connection was idle the longest: it went first.
 	if !waitClosed(held[0], 5*time.Second) {
 		t.Error("the oldest idle connection is still open")
 	}
-	p.stop(t)
+	p.Stop(t)
 }
 
 // Connections that never send a byte cannot hold the slots either: they
@@ -81,21 +82,21 @@ func TestMaxConnsIdleFlood(t *testing.T) {
 // so a new client is still answered within a second.
 func TestMaxConnsSilentFlood(t *testing.T) {
 	t.Parallel()
-	p := startBinary(t, map[string]string{"PETSTORE_MAX_CONNS": "100"},
-		withPrefix("sh", "-c", `ulimit -n 140 && exec "$0"`))
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_MAX_CONNS": "100"},
+		petstoretest.WithPrefix("sh", "-c", `ulimit -n 140 && exec "$0"`))
 	for range 150 {
-		p.dialRaw(t) // connected, silent: not even a request line
+		p.DialRaw(t) // connected, silent: not even a request line
 	}
-	conn := p.dialRaw(t)
+	conn := p.DialRaw(t)
 	start := time.Now()
 	conn.SetDeadline(time.Now().Add(time.Second))
-	io.WriteString(conn, "GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+binKey+"\r\n\r\n")
+	io.WriteString(conn, "GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+petstoretest.Key+"\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("new client behind 150 silent connections: %v after %v", err, time.Since(start))
 	}
 	resp.Body.Close()
-	p.stop(t)
+	p.Stop(t)
 }
 
 // SIGTERM while clients send bodies slowly, one unauthenticated (answered
@@ -106,34 +107,34 @@ func TestStopWithSlowBodies(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
 	data := filepath.Join(t.TempDir(), "data.jsonl")
-	p := startBinary(t, map[string]string{"PETSTORE_DATA": data, "PETSTORE_SHUTDOWN_GRACE": grace.String()})
+	p := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": data, "PETSTORE_SHUTDOWN_GRACE": grace.String()})
 
-	unauth := p.dialRaw(t)
+	unauth := p.DialRaw(t)
 	io.WriteString(unauth, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
-	authed := p.dialRaw(t)
-	io.WriteString(authed, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+binKey+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
+	authed := p.DialRaw(t)
+	io.WriteString(authed, "POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+petstoretest.Key+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
 	// The 401 is logged once its handler returns; its connection is closed
 	// then, without waiting for the rest of its body (see refuseKey).
-	if p.waitLog(5*time.Second, func(l logLine) bool { return l["msg"] == "request" && l["status"] == float64(401) }) == nil {
+	if p.WaitLog(5*time.Second, func(l petstoretest.LogLine) bool { return l["msg"] == "request" && l["status"] == float64(401) }) == nil {
 		t.Fatal("the unauthenticated request was not answered")
 	}
 	start := time.Now()
-	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, grace+time.Second); code != 0 {
-		t.Fatalf("exit code after SIGTERM: got %d, want 0; stderr:\n%s", code, redactAll(p.stderr.String()))
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.Wait(t, grace+time.Second); code != 0 {
+		t.Fatalf("exit code after SIGTERM: got %d, want 0; stderr:\n%s", code, petstoretest.Redact(p.Stderr.String()))
 	}
 	if took := time.Since(start); took < grace {
 		t.Errorf("exited %v after SIGTERM with a request in flight, want the %v grace waited out", took, grace)
 	}
-	if p.waitLog(0, func(l logLine) bool { return l["msg"] == "grace over; closing the connections left" }) == nil {
-		t.Errorf("no line saying the grace was over; stderr:\n%s", redactAll(p.stderr.String()))
+	if p.WaitLog(0, func(l petstoretest.LogLine) bool { return l["msg"] == "grace over; closing the connections left" }) == nil {
+		t.Errorf("no line saying the grace was over; stderr:\n%s", petstoretest.Redact(p.Stderr.String()))
 	}
-	if p.waitLog(0, func(l logLine) bool { return l["msg"] == "stopped" }) == nil {
-		t.Errorf("no stopped line after %v; stderr:\n%s", time.Since(start), redactAll(p.stderr.String()))
+	if p.WaitLog(0, func(l petstoretest.LogLine) bool { return l["msg"] == "stopped" }) == nil {
+		t.Errorf("no stopped line after %v; stderr:\n%s", time.Since(start), petstoretest.Redact(p.Stderr.String()))
 	}
 	// The journal's lock is released: a second start on the file works.
-	again := startBinary(t, map[string]string{"PETSTORE_DATA": data})
-	again.stop(t)
+	again := petstoretest.Start(t, map[string]string{"PETSTORE_DATA": data})
+	again.Stop(t)
 	if _, err := os.Stat(data); err != nil {
 		t.Error(err)
 	}
@@ -182,7 +183,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 		rssBound = 512 << 20
 	)
 	raiseFileLimit(t, clients+200)
-	p := startBinary(t, nil)
+	p := petstoretest.Start(t, nil)
 
 	// Many small headers, the worst case per byte, short of the blank line
 	// that would end the block; with the request line, under 16 KiB.
@@ -213,7 +214,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 		go func() {
 			defer wg.Done()
 			for range next {
-				c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+				c, err := net.DialTimeout("tcp", p.Addr, 5*time.Second)
 				if err != nil {
 					continue // the backlog is full for a moment; the bound is what is tested
 				}
@@ -234,11 +235,11 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 	close(next)
 	wg.Wait()
 	sent := time.Since(began)
-	req, err := http.NewRequest("GET", p.url("/v1/categories"), nil)
+	req, err := http.NewRequest("GET", p.URL("/v1/categories"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+binKey)
+	req.Header.Set("Authorization", "Bearer "+petstoretest.Key)
 	// Generous: petstore reads and parses every block that reaches it, some
 	// 1.5 s of CPU for these, on 2 CPUs shared with this client and the rest
 	// of the suite, which go test runs beside it; alone it took up to 3 s
@@ -250,7 +251,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 	resp, err := client.Do(req)
 	took := time.Since(start)
 	if err != nil {
-		t.Errorf("a keyed GET while the connections are held: %v", redactAll(err.Error()))
+		t.Errorf("a keyed GET while the connections are held: %v", petstoretest.Redact(err.Error()))
 	} else {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
@@ -258,7 +259,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 		}
 	}
 
-	peak := peakResident(t, p.cmd.Process.Pid)
+	peak := peakResident(t, p.Cmd.Process.Pid)
 	t.Logf("%d connections with %d-byte unfinished header blocks sent in %v; peak RSS %d MiB; keyed GET %v",
 		len(conns), len(block), sent.Round(time.Millisecond), peak>>20, took.Round(time.Millisecond))
 	if peak >= rssBound {

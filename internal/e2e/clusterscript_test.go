@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/etcd/etcdtest"
+	"petstore/internal/petstoretest"
 	"petstore/internal/testkit"
 )
 
@@ -106,7 +107,7 @@ func (c *clusterScript) exited() bool {
 func startClusterScript(t *testing.T, dir, etcd string) *clusterScript {
 	t.Helper()
 	c := &clusterScript{cmd: exec.Command("deploy/cluster.sh", dir), out: &testkit.LockedBuffer{}, done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "ETCD="+etcd, "PETSTORE="+petstoreBinary(t))
+	c.cmd.Env = append(os.Environ(), "ETCD="+etcd, "PETSTORE="+petstoretest.BinaryPath(t))
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // The systemd unit deploy/petstore.service (docs/operations.md, "systemd
@@ -75,7 +77,7 @@ func analyze(t *testing.T, tool string, args ...string) (string, error) {
 func TestServiceUnitAnalyzed(t *testing.T) {
 	t.Parallel()
 	tool := systemdAnalyze(t)
-	unit := unitWithExecStart(t, petstoreBinary(t))
+	unit := unitWithExecStart(t, petstoretest.BinaryPath(t))
 
 	if out, err := analyze(t, tool, "verify", unit); err != nil || out != "" {
 		t.Errorf("systemd-analyze verify %s: %v, want no output; got:\n%s", unitPath, err, out)
@@ -167,7 +169,7 @@ func TestServiceUnitEnvironment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(credentials, "api-keys"), []byte("# clients\n"+binKey+"\n"), 0o400); err != nil {
+	if err := os.WriteFile(filepath.Join(credentials, "api-keys"), []byte("# clients\n"+petstoretest.Key+"\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(credentials, 0o500); err != nil {
@@ -181,16 +183,16 @@ func TestServiceUnitEnvironment(t *testing.T) {
 	}
 	env["PETSTORE_ADDR"] = "127.0.0.1:0" // the tests listen on 127.0.0.1 only
 	env["PETSTORE_API_KEYS"] = ""        // the key comes from the credential alone
-	p := startBinary(t, env)
+	p := petstoretest.Start(t, env)
 
-	resp, body := send(t, newClient(t), "POST", p.url("/v1/categories"), binKey, `{"name":"dog"}`, nil)
-	wantStatus(t, "create with the credential's key", resp, body, http.StatusCreated)
-	p.signal(t, syscall.SIGHUP)
-	reloaded := p.waitLog(startTimeout, func(l logLine) bool { return l["msg"] == "API keys reloaded" })
+	resp, body := petstoretest.Send(t, petstoretest.NewClient(t), "POST", p.URL("/v1/categories"), petstoretest.Key, `{"name":"dog"}`, nil)
+	petstoretest.WantStatus(t, "create with the credential's key", resp, body, http.StatusCreated)
+	p.Signal(t, syscall.SIGHUP)
+	reloaded := p.WaitLog(petstoretest.StartTimeout, func(l petstoretest.LogLine) bool { return l["msg"] == "API keys reloaded" })
 	if reloaded == nil || reloaded["file_keys"] != float64(1) {
-		t.Errorf("SIGHUP: got %v, want an \"API keys reloaded\" line with file_keys 1; stderr:\n%s", reloaded, redactAll(p.stderr.String()))
+		t.Errorf("SIGHUP: got %v, want an \"API keys reloaded\" line with file_keys 1; stderr:\n%s", reloaded, petstoretest.Redact(p.Stderr.String()))
 	}
-	p.stop(t)
+	p.Stop(t)
 	journal, err := os.ReadFile(filepath.Join(state, "petstore", "petstore.jsonl"))
 	if err != nil || !strings.Contains(string(journal), `"dog"`) {
 		t.Errorf("the journal in the state directory: %v, want it to hold the category; got %q", err, journal)

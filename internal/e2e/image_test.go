@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"archive/tar"
@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // The container image of `make image` (docs/operations.md, "Container
@@ -58,7 +60,7 @@ func newPodman(t *testing.T) *podman {
 	// The key reaches a container through podman's environment (run --env
 	// PETSTORE_API_KEYS), never through its arguments.
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") })
-	env = append(env, "PETSTORE_API_KEYS="+binKey)
+	env = append(env, "PETSTORE_API_KEYS="+petstoretest.Key)
 	return &podman{t: t, path: path, global: podmanGlobalFlags(), env: env}
 }
 
@@ -147,7 +149,7 @@ func (p *podman) run(args ...string) string {
 func (p *podman) try(args ...string) (string, error) {
 	stdout, stderr, err := p.output(args...)
 	if err != nil {
-		return "", fmt.Errorf("%w\n%s", err, redactAll(stderr))
+		return "", fmt.Errorf("%w\n%s", err, petstoretest.Redact(stderr))
 	}
 	return strings.TrimSpace(stdout), nil
 }
@@ -206,7 +208,7 @@ func randomName(t *testing.T, prefix string) string {
 func TestContainerImage(t *testing.T) {
 	t.Parallel()
 	pm := newPodman(t)
-	petstoreBinary(t) // compiles every package as make image does, for tests running meanwhile too
+	petstoretest.BinaryPath(t) // compiles every package as make image does, for tests running meanwhile too
 	tag := randomName(t, "localhost/petstore-test:")
 	pm.buildImage(tag)
 	checkImageConfig(t, pm, tag)
@@ -215,22 +217,22 @@ func TestContainerImage(t *testing.T) {
 	volume := randomName(t, "petstore-test-")
 	pm.cleanup("volume", "rm", "--force", volume)
 	pm.run("volume", "create", volume)
-	client := newClient(t)
+	client := petstoretest.NewClient(t)
 
 	first := startContainer(t, pm, tag, volume)
-	resp, body := send(t, client, "POST", first.url("/v1/categories"), binKey, `{"name":"dog"}`, nil)
-	wantStatus(t, "create in the first container", resp, body, http.StatusCreated)
+	resp, body := petstoretest.Send(t, client, "POST", first.url("/v1/categories"), petstoretest.Key, `{"name":"dog"}`, nil)
+	petstoretest.WantStatus(t, "create in the first container", resp, body, http.StatusCreated)
 	checkContainerUser(t, pm, first.name)
 	first.stop(t)
 
 	second := startContainer(t, pm, tag, volume)
-	resp, body = send(t, client, "GET", second.url("/v1/categories"), binKey, "", nil)
-	wantStatus(t, "list in the second container", resp, body, http.StatusOK)
+	resp, body = petstoretest.Send(t, client, "GET", second.url("/v1/categories"), petstoretest.Key, "", nil)
+	petstoretest.WantStatus(t, "list in the second container", resp, body, http.StatusOK)
 	if got, want := string(body), `[{"id":1,"name":"dog"}]`; got != want {
 		t.Errorf("list after a new container on the same volume: got %s, want %s", got, want)
 	}
-	resp, body = send(t, client, "POST", second.url("/v1/categories"), binKey, `{"name":"cat"}`, nil)
-	wantStatus(t, "create in the second container", resp, body, http.StatusCreated)
+	resp, body = petstoretest.Send(t, client, "POST", second.url("/v1/categories"), petstoretest.Key, `{"name":"cat"}`, nil)
+	petstoretest.WantStatus(t, "create in the second container", resp, body, http.StatusCreated)
 	if got, want := string(body), `{"id":2,"name":"cat"}`; got != want {
 		t.Errorf("create after a new container: got %s, want %s", got, want)
 	}
@@ -369,7 +371,7 @@ func startContainer(t *testing.T, pm *podman, tag, volume string) *container {
 		t.Fatalf("podman port: got %q, want 127.0.0.1:PORT", addr)
 	}
 	c := &container{pm: pm, name: name, addr: addr}
-	waitHealthy(t, c.url(""), nil, nil)
+	petstoretest.WaitHealthy(t, c.url(""), nil, nil)
 	return c
 }
 
@@ -377,7 +379,7 @@ func startContainer(t *testing.T, pm *podman, tag, volume string) *container {
 // and logged no key.
 func (c *container) stop(t *testing.T) {
 	t.Helper()
-	c.pm.run("stop", "--time", strconv.Itoa(int(defaultGrace/time.Second)+5), c.name)
+	c.pm.run("stop", "--time", strconv.Itoa(int(petstoretest.DefaultGrace/time.Second)+5), c.name)
 	if code := c.pm.run("inspect", "--format", "{{.State.ExitCode}}", c.name); code != "0" {
 		t.Errorf("exit status after podman stop: got %s, want 0", code)
 	}
@@ -387,10 +389,10 @@ func (c *container) stop(t *testing.T) {
 		t.Fatalf("podman logs: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout+stderr), "\n")
-	checkNoSecrets(t, lines, binKey)
-	parsed := parseLogLines(t, lines)
-	if findLog(parsed, "listening", map[string]any{"data": "/data/petstore.jsonl"}) == nil || findLog(parsed, "stopped", nil) == nil {
-		t.Errorf("container log: want a listening line with data /data/petstore.jsonl and a stopped line; got:\n%s", redactAll(strings.Join(lines, "\n")))
+	petstoretest.CheckNoSecrets(t, lines, petstoretest.Key)
+	parsed := petstoretest.ParseLogLines(t, lines)
+	if petstoretest.FindLog(parsed, "listening", map[string]any{"data": "/data/petstore.jsonl"}) == nil || petstoretest.FindLog(parsed, "stopped", nil) == nil {
+		t.Errorf("container log: want a listening line with data /data/petstore.jsonl and a stopped line; got:\n%s", petstoretest.Redact(strings.Join(lines, "\n")))
 	}
 }
 
