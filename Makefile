@@ -1,7 +1,7 @@
 # petstore: `make test` is what CI runs. Standard library only.
 GO ?= go
 
-.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-syscalls bench-bodies cluster image faults faults-all
+.PHONY: run build test cover fmt-check vet lint-api bench bench-load bench-syscalls bench-bodies pgo cluster image faults faults-all
 
 run:
 	$(GO) run .
@@ -11,12 +11,14 @@ build:
 
 # gofmt and vet checks, then every test (seed corpora of the fuzz tests
 # included) under the race detector, then each benchmark once, as a smoke
-# test, so that they cannot rot. The tests run through testsummary, which
+# test, so that they cannot rot, and the CPU profile of builds for
+# default.pgo (-tags cpuprofile). The tests run through testsummary, which
 # prints go test's usual output and then a SKIPPED: block naming every
 # group of skipped tests and why (etcd or promtool not installed, …).
 test: fmt-check vet
 	GO=$(GO) $(GO) run ./internal/cmd/testsummary -race -count=1 -timeout=180s ./...
 	$(GO) test -run '^$$' -bench . -benchtime=1x -count=1 -timeout=180s ./...
+	$(GO) vet -tags cpuprofile ./internal/cpuprofile && $(GO) test -race -tags cpuprofile -count=1 ./internal/cpuprofile
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -67,6 +69,11 @@ bench-load:
 # the same bytes, counted with strace (bench/syscalls.sh; Linux).
 bench-syscalls:
 	bench/syscalls.sh
+
+# default.pgo, the profile go build uses for profile-guided optimisation,
+# taken from petstore under the load mix of bench-load (bench/pgo.sh).
+pgo:
+	bench/pgo.sh
 
 # Peak memory of the binary while 1,000 connections each POST a 1 MiB body
 # at once (bench/bodies; Linux, reads /proc/PID/status).

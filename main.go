@@ -22,6 +22,7 @@ import (
 	"petstore/internal/apikey"
 	"petstore/internal/bodybudget"
 	"petstore/internal/buildinfo"
+	"petstore/internal/cpuprofile"
 	"petstore/internal/envconf"
 	"petstore/internal/filewatch"
 	"petstore/internal/openapi"
@@ -45,7 +46,10 @@ func main() {
 		sig := <-signals
 		stop(&stopSignal{sig: sig, later: signals})
 	}()
-	if err := run(ctx, os.Args, os.Environ(), os.Stdout, os.Stderr); err != nil {
+	stopProfile := cpuprofile.Start() // only in a build for default.pgo
+	err := run(ctx, os.Args, os.Environ(), os.Stdout, os.Stderr)
+	stopProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "petstore:", err)
 		os.Exit(1)
 	}
