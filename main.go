@@ -147,14 +147,10 @@ func runWithLimits(ctx context.Context, args []string, environ []string, stdout,
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	// Named before the configuration is read: a misspelt name may be why
-	// it is refused.
-	unknownVars := warnUnknownVars(environ, getenv, accesslog.NewJSONLogger(stderr))
-	cfg, err := loadConfig(getenv)
+	cfg, err := configure(environ, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	cfg.unknownVars = unknownVars
 	sink := logsink.New(stderr, logsink.FlushSize, logsink.FlushDelay)
 	defer sink.Close()
 	log := accesslog.NewJSONLogger(sink.Direct())
@@ -199,6 +195,16 @@ func runWithLimits(ctx context.Context, args []string, environ []string, stdout,
 		return err
 	}
 	return serve(ctx, srv, conns.Listen(ln), store, conns, stopping{ready: ready, delay: cfg.drainDelay, grace: cfg.grace}, log)
+}
+
+// configure reads the configuration from getenv, having named on stderr
+// the variables of environ that petstore does not read: before, since a
+// misspelt name may be why the configuration is refused.
+func configure(environ []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	unknownVars := warnUnknownVars(environ, getenv, accesslog.NewJSONLogger(stderr))
+	cfg, err := loadConfig(getenv)
+	cfg.unknownVars = unknownVars
+	return cfg, err
 }
 
 // startReloads serves srv with the TLS pair of cfg, if any, and reloads the

@@ -141,27 +141,7 @@ func Start(t *testing.T, env map[string]string, opts ...Option) *Process {
 		keys: keysOf(base["PETSTORE_API_KEYS"]), paused: make(chan struct{}),
 	}
 	close(p.paused)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 4096)
-		for {
-			p.mu.Lock()
-			gate := p.paused
-			p.mu.Unlock()
-			<-gate
-			n, err := pipe.Read(buf)
-			p.Stderr.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		<-copied // Wait closes the pipe: read it to the end first
-		p.Err = cmd.Wait()
-		close(p.Done)
-	}()
+	go p.readStderrAndWait(pipe)
 	t.Cleanup(func() {
 		p.ResumeStderr()
 		if !p.Exited() {
@@ -179,6 +159,25 @@ func Start(t *testing.T, env map[string]string, opts ...Option) *Process {
 	}
 	WaitHealthy(t, p.URL(""), p.Roots, p.Done)
 	return p
+}
+
+// readStderrAndWait copies the process's stderr into p.Stderr while it is
+// not paused, then waits for the process and closes p.Done.
+func (p *Process) readStderrAndWait(pipe io.Reader) {
+	buf := make([]byte, 4096)
+	for {
+		p.mu.Lock()
+		gate := p.paused
+		p.mu.Unlock()
+		<-gate
+		n, err := pipe.Read(buf)
+		p.Stderr.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	p.Err = p.Cmd.Wait() // it closes the pipe: read it to the end first
+	close(p.Done)
 }
 
 // keysOf returns the keys of a PETSTORE_API_KEYS value, without scopes.
