@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/petstoretest"
 )
 
 // The end of a drain loses no answer (docs/operations.md, "Readiness and
@@ -63,7 +65,7 @@ func TestDrainUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				select {
-				case <-svc.exited:
+				case <-svc.Done:
 					return
 				default:
 				}
@@ -89,7 +91,7 @@ func TestDrainUnderLoad(t *testing.T) {
 						wroteAt.Store(time.Now().UnixNano())
 					},
 				}
-				id, err := create(client, svc.url, name, trace)
+				id, err := create(client, svc.URL(""), name, trace)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -126,9 +128,9 @@ func TestDrainUnderLoad(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	sigterm.Store(time.Now().UnixNano())
-	syscall.Kill(svc.pid, syscall.SIGTERM)
+	syscall.Kill(svc.Cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-svc.exited:
+	case <-svc.Done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("petstore did not stop within 20 s of SIGTERM")
 	}
@@ -178,10 +180,10 @@ func create(client *http.Client, base, name string, trace *httptrace.ClientTrace
 }
 
 // listNames returns the ids of svc's categories by name.
-func listNames(t *testing.T, svc *service, roots *x509.CertPool) map[string]int64 {
+func listNames(t *testing.T, svc *petstoretest.Process, roots *x509.CertPool) map[string]int64 {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	req, _ := http.NewRequest("GET", svc.url+"/v1/categories", nil)
+	req, _ := http.NewRequest("GET", svc.URL("/v1/categories"), nil)
 	req.Header.Set("Authorization", "Bearer "+readKey)
 	resp, err := client.Do(req)
 	if err != nil {

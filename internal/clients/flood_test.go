@@ -64,13 +64,13 @@ func TestHandshakeChurnDoesNotShutOutClients(t *testing.T) {
 	svc := startWith(t, vars)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opened := churn(ctx, svc.addr, 2000)
+	opened := churn(ctx, svc.Addr, 2000)
 	// The flood under way: 2,000 churners fill the bound of 256 pending
 	// connections within a fraction of a second. Bounded by cancel.
 	time.Sleep(time.Second)
 	served, failures := 0, map[string]int{}
 	for range 10 {
-		if err := keyedGet(svc.url, roots); err != nil {
+		if err := keyedGet(svc.URL(""), roots); err != nil {
 			failures[lastWords(err.Error())]++
 		} else {
 			served++
@@ -151,8 +151,8 @@ func TestCapFilledWithStalledConnections(t *testing.T) {
 			var conn net.Conn
 			var err error
 			if i%2 == 0 {
-				conn, err = stallH1(svc.addr, roots)
-			} else if conn, err = dialH2(svc.addr, roots); err == nil {
+				conn, err = stallH1(svc.Addr, roots)
+			} else if conn, err = dialH2(svc.Addr, roots); err == nil {
 				go holdStreams(conn)
 			}
 			if err == nil {
@@ -163,7 +163,7 @@ func TestCapFilledWithStalledConnections(t *testing.T) {
 	wg.Wait()
 	time.Sleep(4 * time.Second) // every connection stuck on its client for longer than petstore waits
 	start := time.Now()
-	err := keyedGet(svc.url, roots)
+	err := keyedGet(svc.URL(""), roots)
 	if took := time.Since(start); err != nil || took > 2*time.Second {
 		t.Errorf("a keyed client at the cap filled with stalled connections: %v after %v, want an answer within 2 s", err, took)
 	}

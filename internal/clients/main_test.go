@@ -1,25 +1,24 @@
 // Package clients tests petstore from the outside, with clients that are
 // not Go's as well as Go's: curl, Python's http.client and urllib, Node's
-// http and fetch, and Prism as a validating proxy in front. It builds the
-// binary from the tree (or runs PETSTORE_TEST_BINARY) and talks to it on
-// 127.0.0.1 only. A client that is not installed is skipped loudly, or is a
+// http and fetch, and Prism as a validating proxy in front. It runs the
+// binary as internal/petstoretest does (built from the tree, or the one
+// PETSTORE_TEST_BINARY names) and talks to it on 127.0.0.1 only. A client that is not installed is skipped loudly, or is a
 // failure with PETSTORE_TEST_REQUIRE_CLIENTS=1 (set by .ci/run).
 package clients
 
 import (
-	"bufio"
 	"crypto/rand"
 	"errors"
 	"flag"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"petstore/internal/petstoretest"
 	"petstore/internal/testkit"
 )
 
@@ -29,25 +28,10 @@ import (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testkit.RaiseParallel(8)
+	petstoretest.HideKeys(writeKey, readKey)
 	code := m.Run()
-	built.Remove()
+	petstoretest.RemoveBinary()
 	os.Exit(code)
-}
-
-// built is the binary the tests build on first use.
-var built testkit.Binary
-
-// petstoreBinary returns the petstore binary to test: PETSTORE_TEST_BINARY, or one
-// built from this tree.
-func petstoreBinary(t testing.TB) string {
-	t.Helper()
-	if bin := os.Getenv("PETSTORE_TEST_BINARY"); bin != "" {
-		if testing.Short() {
-			t.Skip("runs the binary")
-		}
-		return bin
-	}
-	return built.Path(t)
 }
 
 // need returns the path of tool, or skips the test (fails it when
@@ -72,60 +56,16 @@ var (
 	readKey  = "r-" + rand.Text()
 )
 
-// service is a petstore process a test started.
-type service struct {
-	url    string // http://127.0.0.1:PORT, or https://…
-	addr   string // 127.0.0.1:PORT
-	pid    int
-	exited chan struct{} // closed once the process has exited
-}
-
 // start runs petstore on a free port of 127.0.0.1, with the two keys and
 // an in-memory store, and stops it at the end of the test.
-func start(t testing.TB) *service { return startWith(t, nil) }
+func start(t testing.TB) *petstoretest.Process { return startWith(t, nil) }
 
 // startWith is start with env added to petstore's environment.
-func startWith(t testing.TB, env map[string]string) *service {
+func startWith(t testing.TB, env map[string]string) *petstoretest.Process {
 	t.Helper()
-	cmd := exec.Command(petstoreBinary(t))
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PETSTORE_") }),
-		"PETSTORE_ADDR=127.0.0.1:0", "PETSTORE_DATA=:memory:",
-		"PETSTORE_API_KEYS="+writeKey+":write,"+readKey+":read")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	scheme := "http://"
-	if env["PETSTORE_TLS_CERT_FILE"] != "" {
-		scheme = "https://"
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stderr)
-		lines.Buffer(nil, 1<<20)
-		for lines.Scan() {
-			if _, rest, ok := strings.Cut(lines.Text(), `"msg":"listening","addr":"`); ok {
-				a, _, _ := strings.Cut(rest, `"`)
-				addr <- a
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return &service{url: scheme + a, addr: a, pid: cmd.Process.Pid, exited: exited}
-	case <-time.After(15 * time.Second):
-		t.Fatal("petstore did not say it was listening within 15 s")
-	}
-	return nil
+	all := map[string]string{"PETSTORE_API_KEYS": writeKey + ":write," + readKey + ":read"}
+	maps.Copy(all, env)
+	return petstoretest.Start(t, all)
 }
 
 // freePort returns a port of 127.0.0.1 that nothing listened on a moment

@@ -44,7 +44,7 @@ func BenchmarkHeldHTTP2Connections(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				conn, err := dialH2(svc.addr, roots)
+				conn, err := dialH2(svc.Addr, roots)
 				<-sem
 				if err != nil {
 					mu.Lock()
@@ -61,7 +61,7 @@ func BenchmarkHeldHTTP2Connections(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(3 * time.Second) // every stream blocked behind its window
-		peak, rss := memoryOf(b, svc.pid)
+		peak, rss := memoryOf(b, svc.Cmd.Process.Pid)
 		b.ReportMetric(float64(peak)/(1<<20), "MiB-peak")
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
 		b.Logf("%d connections held (%v failed to connect): petstore at %d MiB resident, %d MiB at its peak", heldConns, failed, rss>>20, peak>>20)

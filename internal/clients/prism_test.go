@@ -32,7 +32,7 @@ func TestRefusedBodiesThroughPrism(t *testing.T) {
 	npx := need(t, "npx", "apt-get install npm")
 	svc := start(t)
 	spec := filepath.Join(t.TempDir(), "openapi.json")
-	resp, err := http.Get(svc.url + "/v1/openapi.json")
+	resp, err := http.Get(svc.URL("/v1/openapi.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRefusedBodiesThroughPrism(t *testing.T) {
 	port := freePort(t)
 	proxy := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var log strings.Builder
-	cmd := exec.Command(npx, "--yes", prismVersion, "proxy", spec, svc.url, "--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	cmd := exec.Command(npx, "--yes", prismVersion, "proxy", spec, svc.URL(""), "--host", "127.0.0.1", "--port", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // npx starts node: stop both
 	if err := cmd.Start(); err != nil {

@@ -97,7 +97,7 @@ func isError(c refusal, status int, got []byte) bool {
 func TestRefusedBodiesReachGo(t *testing.T) {
 	t.Parallel()
 	svc := start(t)
-	cases := refusals(svc.url)
+	cases := refusals(svc.URL(""))
 	for _, keepAlive := range []bool{true, false} {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
 		check(t, fmt.Sprintf("Go (keep-alive %v)", keepAlive), cases, goTallies(client, cases, repeats), repeats)
@@ -164,7 +164,7 @@ func TestRefusedBodiesReachCurl(t *testing.T) {
 	t.Parallel()
 	curl := need(t, "curl", "apt-get install curl")
 	svc := start(t)
-	cases := refusals(svc.url)
+	cases := refusals(svc.URL(""))
 	dir := t.TempDir()
 	for _, closeConn := range []bool{false, true} {
 		results := map[string]tally{}
@@ -221,7 +221,7 @@ func TestRefusedBodiesReachPython(t *testing.T) {
 	t.Parallel()
 	python := need(t, "python3", "apt-get install python3")
 	svc := start(t)
-	cases := refusals(svc.url)
+	cases := refusals(svc.URL(""))
 	for _, client := range []string{"http.client", "http.client close", "urllib"} {
 		check(t, "Python "+client, cases, runScript(t, cases, python, "testdata/refused.py", client), repeats)
 	}
@@ -231,7 +231,7 @@ func TestRefusedBodiesReachNode(t *testing.T) {
 	t.Parallel()
 	node := need(t, "node", "apt-get install nodejs")
 	svc := start(t)
-	cases := refusals(svc.url)
+	cases := refusals(svc.URL(""))
 	for _, client := range []string{"http", "http close", "fetch"} {
 		check(t, "Node "+client, cases, runScript(t, cases, node, "testdata/refused.mjs", client), repeats)
 	}

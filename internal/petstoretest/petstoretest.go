@@ -2,7 +2,8 @@
 // to it as a client would: for tests that need what only a process has
 // (signals, exit codes, file limits, a stderr pipe, SIGKILL) or that run it
 // beside the parts it meets in deployment. The binary is built once per
-// test binary (BinaryPath), from this tree, as `make image` builds it.
+// test binary (BinaryPath), from this tree, as `make image` builds it, or
+// is the one PETSTORE_TEST_BINARY names.
 //
 // It also holds what those tests and in-process ones share: the Error and
 // Category bodies as a client decodes them, requests with a key (Send,
@@ -51,10 +52,17 @@ const (
 // built is the binary, built on first use.
 var built testkit.Binary
 
-// BinaryPath builds the binary on first use and returns its path; it skips
-// the test under -short.
+// BinaryPath returns the binary to test: the file PETSTORE_TEST_BINARY
+// names, or one built from this tree on first use. It skips the test under
+// -short.
 func BinaryPath(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("PETSTORE_TEST_BINARY"); bin != "" {
+		if testing.Short() {
+			t.Skip("runs the binary")
+		}
+		return bin
+	}
 	return built.Path(t)
 }
 
@@ -111,7 +119,7 @@ func WithPrefix(command ...string) Option {
 // (127.0.0.1:0, :memory:, Key), waits for its "listening" line and for
 // /healthz to answer, and kills it at the end of the test if it is still
 // running. GOMAXPROCS and PETSTORE_* are never inherited.
-func Start(t *testing.T, env map[string]string, opts ...Option) *Process {
+func Start(t testing.TB, env map[string]string, opts ...Option) *Process {
 	t.Helper()
 	var o options
 	for _, opt := range opts {
@@ -206,7 +214,7 @@ func (p *Process) Exited() bool {
 }
 
 // Signal sends sig to the process.
-func (p *Process) Signal(t *testing.T, sig syscall.Signal) {
+func (p *Process) Signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.Cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("sending %v: %v", sig, err)
@@ -215,7 +223,7 @@ func (p *Process) Signal(t *testing.T, sig syscall.Signal) {
 
 // Wait waits at most d for the process to exit and returns its exit code,
 // or -1 if it was killed by a signal.
-func (p *Process) Wait(t *testing.T, d time.Duration) int {
+func (p *Process) Wait(t testing.TB, d time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.Done:
@@ -227,7 +235,7 @@ func (p *Process) Wait(t *testing.T, d time.Duration) int {
 
 // Stop sends SIGTERM and checks that the process exits 0 within the
 // shutdown grace and a second.
-func (p *Process) Stop(t *testing.T) {
+func (p *Process) Stop(t testing.TB) {
 	t.Helper()
 	p.Signal(t, syscall.SIGTERM)
 	if code := p.Wait(t, DefaultGrace+time.Second); code != 0 {
@@ -260,7 +268,7 @@ func (p *Process) ResumeStderr() {
 
 // DialRaw opens a plain TCP connection to the process, closed at the end of
 // the test.
-func (p *Process) DialRaw(t *testing.T) net.Conn {
+func (p *Process) DialRaw(t testing.TB) net.Conn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", p.Addr, 5*time.Second)
 	if err != nil {
@@ -364,7 +372,7 @@ func TLSRoots(t testing.TB, env map[string]string) *x509.CertPool {
 // deadline, until it answers 200; exited closing first fails the test.
 // The listener is bound before the listening line is written, so the first
 // attempt normally succeeds.
-func WaitHealthy(t *testing.T, base string, roots *x509.CertPool, exited <-chan struct{}) {
+func WaitHealthy(t testing.TB, base string, roots *x509.CertPool, exited <-chan struct{}) {
 	t.Helper()
 	transport := &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}
 	client := &http.Client{Timeout: time.Second, Transport: transport}
