@@ -201,15 +201,20 @@ func (l *Limiter) sweep(closed <-chan struct{}) {
 // server has never written to (a handshake or request whose first bytes
 // came, and no more), then among the others. A connection with no read,
 // write or handler wait under way is one the server is busy with: it is
-// not waiting. With none waiting, the oldest goes. The list is not empty;
-// pendingMu is held.
+// not waiting. With none waiting, the oldest lingering one goes (answered,
+// it holds nothing of a request; a starved server may not have begun to
+// drain it yet), and only with none of those the oldest. The list is not
+// empty; pendingMu is held.
 func (p *pendingList) victim() *trackedConn {
-	var out *trackedConn
+	var out, lingering *trackedConn
 	var outSince int64
 	outAnswered := true
 	for c := p.head; c != nil; c = c.next {
 		since := c.waitStart()
 		if since == 0 {
+			if lingering == nil && c.lingering.Load() {
+				lingering = c
+			}
 			continue
 		}
 		answered := c.answered.Load()
@@ -217,10 +222,14 @@ func (p *pendingList) victim() *trackedConn {
 			out, outSince, outAnswered = c, since, answered
 		}
 	}
-	if out == nil {
+	switch {
+	case out != nil:
+		return out
+	case lingering != nil:
+		return lingering
+	default:
 		return p.head
 	}
-	return out
 }
 
 // waitStart returns since when c has waited on its client in any way the

@@ -211,3 +211,48 @@ func TestLinger(t *testing.T) {
 		t.Error("the lingering connection still counts once closed")
 	}
 }
+
+// With no pending connection waiting on its client, a lingering one (its
+// answer given, being drained) is closed before a request the server is
+// still reading or parsing, even one that came earlier: a server starved of
+// CPU may not have begun to drain it, and the request may be a client's
+// with a key. Only with neither the oldest goes.
+func TestVictimPrefersLingeringToRequestInProgress(t *testing.T) {
+	t.Parallel()
+	conn := func(lingering bool) *trackedConn {
+		tc := &trackedConn{}
+		tc.lingering.Store(lingering)
+		tc.answered.Store(lingering)
+		return tc
+	}
+	var p pendingList
+	request, drained, later := conn(false), conn(true), conn(false)
+	for _, c := range []*trackedConn{request, drained, later} {
+		p.push(c)
+	}
+	if got := p.victim(); got != drained {
+		t.Fatalf("victim: the %s, want the lingering connection", describe(got, request, drained, later))
+	}
+	p.remove(drained)
+	if got := p.victim(); got != request {
+		t.Fatalf("victim without a lingering connection: the %s, want the oldest", describe(got, request, drained, later))
+	}
+	waiting := conn(true)
+	waiting.reading.Store(1) // a lingering connection in a read waits on its client
+	p.push(waiting)
+	if got := p.victim(); got != waiting {
+		t.Fatalf("victim: the %s, want the one waiting on its client", describe(got, request, drained, later))
+	}
+}
+
+func describe(c, request, drained, later *trackedConn) string {
+	switch c {
+	case request:
+		return "oldest request in progress"
+	case drained:
+		return "lingering connection"
+	case later:
+		return "later request in progress"
+	}
+	return "connection waiting on its client"
+}
