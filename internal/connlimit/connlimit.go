@@ -110,14 +110,17 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 }
 
 // Write notes how long a write waits on a client that does not read, and
-// that the server has answered on the connection.
+// that the server has answered on the connection: from the first write's
+// start, since a server short of CPU may take longer than the limiter's
+// patience over a write that does not wait on the client at all, and a
+// request being answered is not one petstore has never answered.
 func (c *trackedConn) Write(p []byte) (int, error) {
-	c.writing.Store(c.limiter.now())
-	n, err := c.Conn.Write(p)
-	c.writing.Store(0)
 	if !c.answered.Load() {
 		c.answered.Store(true)
 	}
+	c.writing.Store(c.limiter.now())
+	n, err := c.Conn.Write(p)
+	c.writing.Store(0)
 	return n, err
 }
 

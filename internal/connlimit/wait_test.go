@@ -256,3 +256,32 @@ func describe(c, request, drained, later *trackedConn) string {
 	}
 	return "connection waiting on its client"
 }
+
+// A connection counts as answered from the start of the server's first
+// write, not its end: a write that takes long, whether it waits on the
+// client or on a CPU the server lacks, is an answer under way, and the
+// bound on pending connections closes those never answered first.
+func TestAnsweredFromTheFirstWritesStart(t *testing.T) {
+	t.Parallel()
+	server, client := net.Pipe() // a write waits for the other end to read
+	defer client.Close()
+	tc := &trackedConn{Conn: server, limiter: New(10, 0)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := tc.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+		done <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); tc.writing.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the write did not begin within 5 s")
+		}
+		time.Sleep(time.Millisecond) // polling a goroutine this test started, bounded
+	}
+	if !tc.answered.Load() {
+		t.Error("a connection whose first write is under way counts as never answered")
+	}
+	io.Copy(io.Discard, io.LimitReader(client, 19))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
