@@ -16,17 +16,18 @@ DURATION=${DURATION:-5s}
 . bench/lib.sh
 go build -tags cpuprofile -pgo=off -o "$OUT/pgo.bin" .
 journal100 2 "$OUT/pgo-list.jsonl"
-rm -f "$OUT"/pgo-*.pprof "$OUT/pgo-list.jsonl.torn"
+rm -f "$OUT"/pgo-*.pprof "$OUT"/pgo-*.log "$OUT/pgo-list.jsonl.torn"
 
 # profile NAME DATA: petstore on DATA, writing its CPU profile to
 # $OUT/pgo-NAME.pprof when stop ends it.
 profile() {
 	stop
 	PGO_CPU_PROFILE="$OUT/pgo-$1.pprof" PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$2" \
-		taskset -c 0 "$OUT/pgo.bin" 2>/dev/null &
+		taskset -c 0 "$OUT/pgo.bin" 2>"$OUT/pgo-$1.log" &
 	pid=$!
 	for _ in $(seq 1 100); do curl -fs -o /dev/null "$BASE/healthz" && return 0; sleep 0.05; done
-	echo "pgo.sh: petstore did not start" >&2
+	echo "pgo.sh: petstore did not start; the end of its log:" >&2
+	tail -n 5 "$OUT/pgo-$1.log" >&2
 	exit 1
 }
 load() { taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "$@" >/dev/null; }
@@ -41,6 +42,8 @@ profile memory :memory:
 load -s bench/post.lua "$BASE/v1/categories"
 load "$BASE/v1/categories?limit=100"
 stop
-go tool pprof -proto "$OUT/pgo-journal.pprof" "$OUT/pgo-memory.pprof" >default.pgo
-rm -f "$OUT"/pgo-*.pprof "$OUT/pgo-list.jsonl" "$OUT/pgo-list.jsonl.torn" "$OUT/pgo.bin"
+# Merged beside it first: a merge that fails leaves an earlier default.pgo as it was.
+go tool pprof -proto "$OUT/pgo-journal.pprof" "$OUT/pgo-memory.pprof" >"$OUT/pgo-merged.pgo"
+mv "$OUT/pgo-merged.pgo" default.pgo
+rm -f "$OUT"/pgo-*.pprof "$OUT"/pgo-*.log "$OUT/pgo-list.jsonl" "$OUT/pgo-list.jsonl.torn" "$OUT/pgo.bin"
 echo "default.pgo: $(wc -c <default.pgo) bytes; go build uses it by itself"

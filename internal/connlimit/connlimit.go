@@ -78,7 +78,7 @@ type trackedConn struct {
 
 	// What the connection waits for: reading is when the Read under way
 	// began (0: none), writing the Write under way; answered says the
-	// server has written to it; lingering that it is being drained after
+	// server has begun to write to it; lingering that it is being drained after
 	// its last answer (see Linger); stalled that it is pending for having
 	// waited on its client (see sweep). requests is what its requests tell
 	// (see Requests).

@@ -198,8 +198,8 @@ func (l *Limiter) sweep(closed <-chan struct{}) {
 
 // victim returns the pending connection to close to keep the bound: the
 // one that has waited on its client the longest, first among those the
-// server has never written to (a handshake or request whose first bytes
-// came, and no more), then among the others. A connection with no read,
+// server has never begun to write to (a handshake or request whose first
+// bytes came, and no more), then among the others. A connection with no read,
 // write or handler wait under way is one the server is busy with: it is
 // not waiting. With none waiting, the oldest lingering one goes (answered,
 // it holds nothing of a request; a starved server may not have begun to

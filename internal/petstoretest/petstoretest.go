@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -53,13 +54,19 @@ const (
 var built testkit.Binary
 
 // BinaryPath returns the binary to test: the file PETSTORE_TEST_BINARY
-// names, or one built from this tree on first use. It skips the test under
+// names (an absolute path), or one built from this tree on first use. It skips the test under
 // -short.
 func BinaryPath(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("PETSTORE_TEST_BINARY"); bin != "" {
 		if testing.Short() {
 			t.Skip("runs the binary")
+		}
+		if !filepath.IsAbs(bin) {
+			// Each package's tests run in its own directory, some commands
+			// in another still: a relative path would name a different file
+			// for each.
+			t.Fatalf("PETSTORE_TEST_BINARY=%s: give an absolute path", bin)
 		}
 		return bin
 	}
