@@ -12,11 +12,10 @@ import "io"
 // server writing prepared bytes would: the copy costs less than the system
 // call it saves. A larger one is written without a copy of its middle, its
 // brackets each copied with EdgeSize bytes of the items beside them, so
-// that no write is of a few bytes: two Writes when the items are already
-// opened by "[" (the whole list), three otherwise (a page). The buffer is
+// that no write is of a few bytes: three Writes. The copy is
 // held while its Write waits on the client, so JoinLimit stays small: a
-// client that does not read its answers pins at most that much per
-// connection.
+// client that does not read its answers pins at most that much per answer
+// under way (per HTTP/2 stream).
 
 const (
 	// ClosedLimit is the largest list a snapshot keeps closed.
@@ -27,65 +26,21 @@ const (
 	EdgeSize = 4 << 10
 )
 
-// arrayBufs keeps up to 64 buffers of writeArray between answers, each of
-// up to JoinLimit bytes: a channel rather than a sync.Pool, which the
-// collector empties and the race detector drops from at random, so that a
-// page costs the same allocations whatever its size.
-var arrayBufs = make(chan *[]byte, 64)
-
-func getArrayBuf() *[]byte {
-	select {
-	case bp := <-arrayBufs:
-		return bp
-	default:
-		b := make([]byte, 0, 2*EdgeSize+2)
-		return &b
-	}
-}
-
-func putArrayBuf(bp *[]byte) {
-	select {
-	case arrayBufs <- bp:
-	default: // enough kept
-	}
-}
-
 // WriteArray writes "[", items (JSON values joined by commas, or nothing)
 // and "]" to w.
-func WriteArray(w io.Writer, items []byte) (int64, error) { return writeArray(w, false, items) }
-
-// writeArray writes the JSON array of items and its brackets to w; opened
-// says items already begin with "[".
-func writeArray(w io.Writer, opened bool, items []byte) (int64, error) {
-	bp := getArrayBuf()
-	defer putArrayBuf(bp)
-	buf := (*bp)[:0]
+func WriteArray(w io.Writer, items []byte) (int64, error) {
+	// A buffer of this answer's own, never shared: over HTTP/2, a Write
+	// can return on a reset stream while its frame still reads the bytes.
 	if len(items)+2 <= JoinLimit {
-		if !opened {
-			buf = append(buf, '[')
-		}
-		buf = append(append(buf, items...), ']')
-		*bp = buf[:0]
+		buf := append(append(append(make([]byte, 0, len(items)+2), '['), items...), ']')
 		n, err := w.Write(buf)
 		return int64(n), err
 	}
-	if cap(buf) < 2*EdgeSize+2 {
-		buf = make([]byte, 0, 2*EdgeSize+2)
-		*bp = buf
-	}
-	var parts [3][]byte // the opening with the first bytes, the middle, the last bytes with "]"
-	body, tail := items[:len(items)-EdgeSize], items[len(items)-EdgeSize:]
-	if !opened {
-		parts[0] = append(append(buf, '['), body[:EdgeSize]...)
-		body = body[EdgeSize:]
-	}
-	parts[1] = body
-	parts[2] = append(append(buf[len(parts[0]):len(parts[0])], tail...), ']')
+	buf := make([]byte, 0, 2*EdgeSize+2)
+	opening := append(append(buf, '['), items[:EdgeSize]...)
+	closing := append(append(buf[len(opening):len(opening)], items[len(items)-EdgeSize:]...), ']')
 	var total int64
-	for _, p := range parts {
-		if len(p) == 0 {
-			continue
-		}
+	for _, p := range [...][]byte{opening, items[EdgeSize : len(items)-EdgeSize], closing} {
 		n, err := w.Write(p)
 		total += int64(n)
 		if err != nil {

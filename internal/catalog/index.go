@@ -173,6 +173,8 @@ func (x *Index) Publish() {
 	s := &Snapshot{list: x.list[:len(x.list):len(x.list)], items: x.items[:n:n], etag: string(etag), names: x.names}
 	if len(s.list)+1 <= ClosedLimit {
 		s.closed = append(append(make([]byte, 0, len(s.list)+1), s.list...), ']')
+	} else {
+		s.closed = append(append(make([]byte, 0, EdgeSize+1), s.list[len(s.list)-EdgeSize:]...), ']')
 	}
 	x.snap.Store(s)
 }
@@ -184,7 +186,7 @@ func (x *Index) Snapshot() *Snapshot { return x.snap.Load() }
 // may cache what they derive from one, keyed by its pointer.
 type Snapshot struct {
 	list   []byte
-	closed []byte // list with its "]", up to ClosedLimit bytes; nil above
+	closed []byte // list with its "]" up to ClosedLimit bytes; above, its last EdgeSize bytes with "]"
 	items  []item
 	etag   string // strong ETag of the list: the count and a CRC of its bytes
 	names  *nameTable
@@ -204,13 +206,21 @@ func (s *Snapshot) ETag() string { return s.etag }
 func (s *Snapshot) Size() int { return len(s.list) + len("]") }
 
 // WriteTo writes the JSON array of every category, sorted by id, in as
-// few writes as a server writing the whole array at once (see writeArray).
+// few writes as a server writing the whole array at once (see array.go):
+// one up to ClosedLimit bytes; above, the list but for its last EdgeSize
+// bytes, then those with "]". Both are the snapshot's own bytes, copied
+// for no answer.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
-	if s.closed != nil {
+	if len(s.list)+1 <= ClosedLimit {
 		n, err := w.Write(s.closed)
 		return int64(n), err
 	}
-	return writeArray(w, true, s.list)
+	n, err := w.Write(s.list[:len(s.list)-EdgeSize])
+	if err != nil {
+		return int64(n), err
+	}
+	m, err := w.Write(s.closed)
+	return int64(n + m), err
 }
 
 // Get returns the JSON of the category with the given id, and false if

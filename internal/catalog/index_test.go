@@ -72,46 +72,35 @@ func (r *recordedWrites) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// An array of up to JoinLimit bytes goes in one Write; a larger one in two
-// (already opened, the whole list) or three (a page), none of them small.
+// An array of up to JoinLimit bytes goes in one Write; a larger one in
+// three, none of them small.
 func TestWriteArrayWrites(t *testing.T) {
 	t.Parallel()
 	item := `{"id":1,"name":"` + strings.Repeat("n", 90) + `"}`
-	for _, c := range []struct {
-		items  int
-		opened bool
-		writes int
-	}{
-		{0, false, 1}, {1, false, 1}, {1, true, 1}, {100, false, 1}, {100, true, 1},
-		{150, true, 1}, {151, true, 2}, {151, false, 3}, {5000, true, 2}, {5000, false, 3},
-	} {
+	for _, c := range []struct{ items, writes int }{{0, 1}, {1, 1}, {100, 1}, {151, 3}, {5000, 3}} {
 		joined := strings.TrimSuffix(strings.Repeat(item+",", c.items), ",")
-		in := joined
-		if c.opened {
-			in = "[" + joined
-		}
 		var w recordedWrites
-		n, err := writeArray(&w, c.opened, []byte(in))
+		n, err := WriteArray(&w, []byte(joined))
 		got := string(bytes.Join(w, nil))
 		if err != nil || got != "["+joined+"]" || n != int64(len(got)) {
-			t.Errorf("%d items (opened %v): wrote %d bytes, %v; not the array", c.items, c.opened, n, err)
+			t.Errorf("%d items: wrote %d bytes, %v; not the array", c.items, n, err)
 		}
 		if len(w) != c.writes {
-			t.Errorf("%d items (opened %v), %d bytes: %d writes, want %d", c.items, c.opened, len(got), len(w), c.writes)
+			t.Errorf("%d items, %d bytes: %d writes, want %d", c.items, len(got), len(w), c.writes)
 		}
 		for i, p := range w {
 			if len(w) > 1 && len(p) < EdgeSize {
-				t.Errorf("%d items (opened %v): write %d has %d bytes, want at least %d", c.items, c.opened, i, len(p), EdgeSize)
+				t.Errorf("%d items: write %d has %d bytes, want at least %d", c.items, i, len(p), EdgeSize)
 			}
 		}
 	}
 }
 
 // The whole list goes in one Write up to ClosedLimit bytes, kept closed by
-// its snapshot, and in two above.
+// its snapshot, and in two above, none of them small.
 func TestSnapshotWriteToWrites(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ n, writes int }{{0, 1}, {1, 1}, {500, 1}, {700, 2}} {
+	for _, c := range []struct{ n, writes int }{{0, 1}, {1, 1}, {500, 1}, {700, 2}, {5000, 2}} {
 		x := NewIndex(0, 0)
 		for i := range c.n {
 			name := fmt.Sprintf("category-%04d-%s", i, strings.Repeat("n", 80))
@@ -127,6 +116,11 @@ func TestSnapshotWriteToWrites(t *testing.T) {
 		}
 		if len(w) != c.writes {
 			t.Errorf("%d categories (%d bytes): %d writes, want %d", c.n, s.Size(), len(w), c.writes)
+		}
+		for i, p := range w {
+			if len(w) > 1 && len(p) < EdgeSize {
+				t.Errorf("%d categories: write %d has %d bytes, want at least %d", c.n, i, len(p), EdgeSize)
+			}
 		}
 	}
 }
