@@ -12,6 +12,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 )
 
 // WriteFile calls write with a temporary file beside path and, when it
@@ -40,8 +43,9 @@ func WriteFile(path string, write func(io.Writer) error) error {
 
 // Stdout calls write with stdout. When the write fails and stdout is a
 // regular file, the file is cut back to the size it had before, and removed
-// if that was empty and its path can be told for sure (Linux's
-// /proc/self/fd); the error then says so. A stdout that is the same file as
+// if that was empty, it was not opened to append to (`>> FILE` may name a
+// file that was empty before), and its path can be told for sure (Linux's
+// /proc/self); the error then says so. A stdout that is the same file as
 // stderr (`> FILE 2>&1`) is left alone: it holds the messages that say what
 // went wrong.
 func Stdout(stdout, stderr io.Writer, write func(io.Writer) error) error {
@@ -72,11 +76,27 @@ func sameFile(info os.FileInfo, w io.Writer) bool {
 	return err == nil && os.SameFile(info, other)
 }
 
+// appending reports whether f was opened to append to, or it cannot be
+// told (Linux's /proc/self/fdinfo).
+func appending(f *os.File) bool {
+	fdinfo, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", f.Fd()))
+	if err != nil {
+		return true
+	}
+	for line := range strings.Lines(string(fdinfo)) {
+		if octal, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseInt(strings.TrimSpace(octal), 8, 64)
+			return err != nil || flags&syscall.O_APPEND != 0
+		}
+	}
+	return true
+}
+
 // removeEmpty removes the empty regular file f when its path can be told
 // for sure and reports the path.
 func removeEmpty(f *os.File) (string, bool) {
 	info, err := f.Stat()
-	if err != nil || info.Size() != 0 {
+	if err != nil || info.Size() != 0 || appending(f) {
 		return "", false
 	}
 	path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))

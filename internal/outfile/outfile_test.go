@@ -87,7 +87,11 @@ func TestStdout(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "old")); string(b) != "kept\n" {
 		t.Errorf("the file appended to: %q", b)
 	}
-	if got := names(t, dir); !slices.Equal(got, []string{"old"}) { // before "done" and "both"
+	// As `>> empty`, onto a file that was empty before: it stays.
+	if err := Stdout(open("empty", os.O_APPEND), io.Discard, half); !errors.Is(err, errHalfWay) || strings.Contains(err.Error(), "removed") {
+		t.Errorf("a failure appended to an empty file: %v", err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"empty", "old"}) { // before "done" and "both"
 		t.Errorf("the directory: %v", got)
 	}
 	// A success, and a writer that is not a file.
