@@ -223,6 +223,9 @@ func nearest(name string, vars []Var) string {
 		if len(v.Name) >= 16 {
 			limit = 3
 		}
+		if max(len(name)-len(v.Name), len(v.Name)-len(name)) > limit {
+			continue // at least that many edits apart, and a huge name costs no table
+		}
 		if d := editDistance(name, v.Name); d <= limit && (best == "" || d < bestDist) {
 			best, bestDist = v.Name, d
 		}
