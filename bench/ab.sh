@@ -21,9 +21,7 @@ start() { # BIN DATA
 	rm -f "$OUT/ab-durable.jsonl" "$OUT/ab-durable.jsonl.torn"
 	PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$2" taskset -c 0 "$1" 2>/dev/null &
 	pid=$!
-	for _ in $(seq 1 100); do curl -fs -o /dev/null "$BASE/healthz" && return 0; sleep 0.05; done
-	echo "ab.sh: $1 did not start" >&2
-	exit 1
+	up "$1"
 }
 rate() { taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "$@" | awk '/Requests\/sec/ { print $2 }'; }
 for scenario in get post-memory post-durable; do

@@ -19,6 +19,16 @@ stop() {
 }
 trap stop EXIT
 
+# up NAME [LOG]: waits, at most 5 s, until the server in $pid answers
+# /healthz at $BASE; otherwise says NAME did not start, with the end of
+# LOG if given, and exits.
+up() {
+	for _ in $(seq 1 100); do curl -fs -o /dev/null "$BASE/healthz" && return 0; sleep 0.05; done
+	echo "$0: $1 did not start" >&2
+	[ -z "${2:-}" ] || tail -n 5 "$2" >&2
+	exit 1
+}
+
 # journal100 VERSION FILE: a journal of 100 categories in format VERSION.
 journal100() {
 	awk -v v="$1" 'BEGIN { printf "{\"format\":\"petstore-categories\",\"version\":%d}\n", v

@@ -25,10 +25,7 @@ profile() {
 	PGO_CPU_PROFILE="$OUT/pgo-$1.pprof" PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$2" \
 		taskset -c 0 "$OUT/pgo.bin" 2>"$OUT/pgo-$1.log" &
 	pid=$!
-	for _ in $(seq 1 100); do curl -fs -o /dev/null "$BASE/healthz" && return 0; sleep 0.05; done
-	echo "pgo.sh: petstore did not start; the end of its log:" >&2
-	tail -n 5 "$OUT/pgo-$1.log" >&2
-	exit 1
+	up petstore "$OUT/pgo-$1.log"
 }
 load() { taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "$@" >/dev/null; }
 

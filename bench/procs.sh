@@ -25,9 +25,7 @@ start() {
 	env ${procs:+GOMAXPROCS=$procs} PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$2" \
 		taskset -c 0 "$OUT/petstore" 2>/dev/null &
 	pid=$!
-	for _ in $(seq 1 100); do curl -fs -o /dev/null "$BASE/healthz" && return 0; sleep 0.05; done
-	echo "procs.sh: petstore did not start" >&2
-	exit 1
+	up petstore
 }
 
 # load ARGS...: prints "requests/s p99_ms"

@@ -50,18 +50,25 @@ const (
 	DefaultGrace = 10 * time.Second // PETSTORE_SHUTDOWN_GRACE's default
 )
 
-// built is the binary, built on first use.
-var built testkit.Binary
+// The binary built from the tree on first use, as `make image` builds it
+// (static, -trimpath): the tests run what the image ships, and the image's
+// build finds every package compiled.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
 
 // BinaryPath returns the binary to test: the file PETSTORE_TEST_BINARY
-// names (an absolute path), or one built from this tree on first use. It skips the test under
-// -short.
+// names (an absolute path), or one built from this tree on first use. It
+// skips the test under -short.
 func BinaryPath(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
 	if bin := os.Getenv("PETSTORE_TEST_BINARY"); bin != "" {
-		if testing.Short() {
-			t.Skip("runs the binary")
-		}
 		if !filepath.IsAbs(bin) {
 			// Each package's tests run in its own directory, some commands
 			// in another still: a relative path would name a different file
@@ -70,12 +77,30 @@ func BinaryPath(t testing.TB) string {
 		}
 		return bin
 	}
-	return built.Path(t)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "petstore-test-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "petstore")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", built.path, "petstore")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 // RemoveBinary deletes the binary, if one was built; a TestMain calls it
 // once every test has run.
-func RemoveBinary() { built.Remove() }
+func RemoveBinary() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+}
 
 // secrets are the keys Redact hides: Key and those of HideKeys.
 var secrets = []string{Key}

@@ -2,16 +2,14 @@
 // a buffer that concurrent writers (a log) and the test may use at once, a
 // bounded wait for a condition, a lock that runs floods one at a time
 // across packages, the number of parallel tests of packages whose tests
-// wait on processes more than on the CPU, the petstore binary built once
-// per test process, and a clock a test moves by hand. Only tests import it.
+// wait on processes more than on the CPU, and a clock a test moves by hand.
+// Only tests import it; the petstore binary is internal/petstoretest's.
 package testkit
 
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -100,48 +98,6 @@ func RaiseParallel(n int) {
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
 		flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
-	}
-}
-
-// Binary is the petstore binary, built on first use by the tests of one
-// package, as `make image` builds it (static, -trimpath): the tests run what
-// the image ships, and the image's build finds every package compiled.
-type Binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-// Path builds the binary on first use and returns its path; it skips the
-// test under -short.
-func (b *Binary) Path(t testing.TB) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "petstore-test-bin-"); b.err != nil {
-			return
-		}
-		b.path = filepath.Join(b.dir, "petstore")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", b.path, "petstore")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// Remove deletes the binary, if one was built; TestMain calls it once every
-// test has run.
-func (b *Binary) Remove() {
-	if b.dir != "" {
-		os.RemoveAll(b.dir)
 	}
 }
 
