@@ -255,12 +255,11 @@ func runTool(args []string, environ []string, getenv func(string) string, stdout
 	case "-openapi-3.0":
 		return writeOpenAPI(getenv, stdout, true)
 	case "-import", "-export":
-		log := accesslog.NewJSONLogger(stderr)
-		warnUnknownVars(environ, getenv, log)
-		cfg, err := loadConfig(getenv)
+		cfg, err := configure(environ, getenv, stderr)
 		if err != nil {
 			return err
 		}
+		log := accesslog.NewJSONLogger(stderr)
 		switch {
 		case args[0] == "-export" && len(args) == 1:
 			return exportToStdout(cfg, log, stdout, stderr)

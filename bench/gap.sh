@@ -61,6 +61,7 @@ for who in petstore baseline; do
 	strace -c -f -qq -o "$work/$who.strace" -p "$server" &
 	tracer=$!
 	sleep 0.5 # strace attaches to every thread
+	kill -0 "$tracer" 2>/dev/null || { say "bench/gap.sh: strace could not attach to the server"; exit 1; }
 	answers=$(taskset -c 1 wrk -t1 -c8 -d3s -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" |
 		awk '/requests in/ { print $1 }')
 	kill -INT "$tracer"

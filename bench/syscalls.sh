@@ -56,7 +56,7 @@ count() {
 	[ "$scheme" = https ] && proto=(--http2)
 	local args=()
 	for i in $(seq 1 "$N"); do
-		args+=(--next -sk "${proto[@]}" -o /dev/null -H "Authorization: Bearer $KEY")
+		args+=(--next -fsk "${proto[@]}" -o /dev/null -H "Authorization: Bearer $KEY")
 		if [ "$method" = POST ]; then
 			args+=(-H 'Content-Type: application/json' -d "{\"name\":\"bench-$RANDOM-$i\"}")
 		fi
@@ -66,7 +66,8 @@ count() {
 	strace -f -y -qq -e trace=write,writev,sendto,sendmsg,pwrite64,fdatasync,fsync -o "$work/trace" -p "$server" &
 	local tracer=$!
 	sleep 0.5 # strace attaches to every thread
-	curl "${args[@]:1}"
+	kill -0 "$tracer" 2>/dev/null || { say "bench-syscalls: strace could not attach to the server"; exit 1; }
+	curl "${args[@]:1}" || { say "bench-syscalls: a $method $path was not answered with success"; exit 1; }
 	sleep 0.2
 	kill -INT "$tracer"
 	wait "$tracer" 2>/dev/null || true
