@@ -173,6 +173,7 @@ func TestNotFound(t *testing.T) {
 		{"base path", "GET", "/v1"},
 		{"upper-case prefix", "GET", "/V1/categories"},
 		{"double slash", "GET", "/v1//categories"},
+		{"double slash alone", "GET", "//"},
 		{"dot segment", "GET", "/v1/./categories"},
 	}
 	for _, tt := range tests {

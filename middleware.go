@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
@@ -261,11 +260,30 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 // body.
 func requireCleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		if p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p {
+		if !isCleanPath(r.URL.Path) {
 			writeError(w, r, apiErrorf(codeNotFound, "no such path: paths must be in canonical form"))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isCleanPath reports whether p is what path.Clean makes of it, but for
+// one trailing slash: it begins with "/" and no segment is empty (but the
+// last), "." or "..". It scans p once, as path.Clean would twice.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for start := 1; start < len(p); {
+		end := start
+		for end < len(p) && p[end] != '/' {
+			end++
+		}
+		if seg := p[start:end]; seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		start = end + 1
+	}
+	return true
 }

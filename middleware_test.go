@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 
@@ -216,4 +217,26 @@ func TestServerErrorsSkipTheAccessLog(t *testing.T) {
 	if !strings.Contains(env.logs.String(), `"request_id":"boom-1"`) || strings.Contains(env.logs.String(), `"request_id":"ok-1"`) {
 		t.Errorf("error log: got %s, want the 500 line only", env.logs)
 	}
+}
+
+// isCleanPath agrees with path.Clean, but for one trailing slash, on every
+// string of up to 7 bytes from the letters that matter: p begins with "/"
+// and path.Clean(p) is p, or p without its trailing slash ("//" is not
+// "/" with a trailing slash).
+func TestIsCleanPathMatchesPathClean(t *testing.T) {
+	t.Parallel()
+	var walk func(p string)
+	walk = func(p string) {
+		clean := path.Clean(p)
+		want := p != "" && p[0] == '/' && (clean == p || clean != "/" && clean+"/" == p)
+		if got := isCleanPath(p); got != want {
+			t.Errorf("isCleanPath(%q): got %v, want %v", p, got, want)
+		}
+		if len(p) < 7 {
+			for _, c := range []string{"/", ".", "a", "%"} {
+				walk(p + c)
+			}
+		}
+	}
+	walk("")
 }

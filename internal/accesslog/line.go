@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"petstore/internal/rawjson"
@@ -68,7 +70,7 @@ func (l *Line) AppendJSON(b []byte) []byte {
 	b = append(b, '{')
 	if !l.Time.IsZero() { // slog leaves a zero time out
 		b = append(b, `"time":"`...)
-		b = l.Time.AppendFormat(b, time.RFC3339Nano)
+		b = appendTime(b, l.Time)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":"INFO","msg":"request","method":`...)
@@ -98,9 +100,24 @@ func (l *Line) AppendJSON(b []byte) []byte {
 }
 
 // appendLogFloat appends f as encoding/json writes it, which is what slog
-// uses for floats. Durations (0, or 0.001 and up) take the plain decimal
-// notation that strconv gives directly; anything else goes to json.Marshal.
+// uses for floats. A duration, whole microseconds over 1000 below 10⁹ ms,
+// is written from its integer: the decimal k/1000 is then the shortest that
+// reads back as f, which is what strconv finds by a longer way. 0, or
+// 0.000001 and up, takes the plain decimal notation that strconv gives
+// directly; anything else goes to json.Marshal.
 func appendLogFloat(b []byte, f float64) []byte {
+	if f > 0 && f < 1e9 {
+		if us := int64(math.Round(f * 1000)); float64(us)/1000 == f {
+			b = strconv.AppendInt(b, us/1000, 10)
+			if frac := us % 1000; frac != 0 {
+				b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+				for b[len(b)-1] == '0' {
+					b = b[:len(b)-1]
+				}
+			}
+			return b
+		}
+	}
 	if f == 0 || f >= 1e-6 && f < 1e21 {
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
@@ -109,6 +126,48 @@ func appendLogFloat(b []byte, f float64) []byte {
 		return append(b, strconv.Quote(err.Error())...)
 	}
 	return append(b, text...)
+}
+
+// second is what an RFC 3339 time shares with every other time of the
+// same second in the same location: the date and the clock to the second,
+// and the zone.
+type second struct {
+	unix int64
+	loc  *time.Location
+	date []byte // 2006-01-02T15:04:05
+	zone []byte // Z or ±hh:mm
+}
+
+// lastSecond is the second of the latest line: formatting a time costs
+// more than the rest of the line, and lines come many a second.
+var lastSecond atomic.Pointer[second]
+
+// appendTime appends t as t.AppendFormat(b, time.RFC3339Nano) does.
+func appendTime(b []byte, t time.Time) []byte {
+	s := lastSecond.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
+		if y := t.Year(); y < 0 || y > 9999 { // RFC 3339 has no such year
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		s = &second{unix: t.Unix(), loc: t.Location(),
+			date: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
+		lastSecond.Store(s)
+	}
+	b = append(b, s.date...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var digits [10]byte
+		digits[0] = '.'
+		for i := 9; i > 0; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		end := len(digits)
+		for digits[end-1] == '0' {
+			end--
+		}
+		b = append(b, digits[:end]...)
+	}
+	return append(b, s.zone...)
 }
 
 // Log writes access lines to w, each with one Write. w must be safe for

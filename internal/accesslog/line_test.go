@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,55 @@ func TestAccessLineKeyFingerprint(t *testing.T) {
 	l := Line{Method: "GET", Status: 200, Key: d, Keyed: true}
 	if got, want := string(l.AppendJSON(nil)), `,"key":"9f86d081"}`; !strings.Contains(got, want) {
 		t.Errorf("access line %s: want it to hold %s", got, want)
+	}
+}
+
+// appendTime keeps the date, clock and zone of the latest second; it must
+// write what AppendFormat writes for every time, whatever second and zone
+// the line before it had, and a day, a zone or a year away.
+func TestAppendTimeMatchesRFC3339Nano(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("IST", 5*3600+1800), time.FixedZone("PST", -8*3600), time.FixedZone("odd", -(3*3600 + 59*60))}
+	base := time.Date(2026, 11, 27, 23, 59, 58, 0, time.UTC)
+	nanos := []int{0, 1, 10, 100_000_000, 120_000_000, 999_999_999, 500, 123_456_789}
+	for round := range 3 {
+		for i := range 40 {
+			for _, loc := range zones {
+				at := base.Add(time.Duration(i) * 250 * time.Millisecond).Add(time.Duration(nanos[(i+round)%len(nanos)])).In(loc)
+				if got, want := string(appendTime([]byte("x"), at)), "x"+at.Format(time.RFC3339Nano); got != want {
+					t.Fatalf("appendTime(%v): got %q, want %q", at, got, want)
+				}
+			}
+		}
+	}
+	for _, at := range []time.Time{time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)} {
+		if got, want := string(appendTime(nil, at)), at.Format(time.RFC3339Nano); got != want {
+			t.Errorf("appendTime(%v): got %q, want %q", at, got, want)
+		}
+	}
+}
+
+// appendLogFloat writes a duration from its integer microseconds; it must
+// give strconv's shortest decimal for every one of them.
+func TestAppendLogFloatMatchesStrconv(t *testing.T) {
+	t.Parallel()
+	check := func(f float64) {
+		t.Helper()
+		want := string(strconv.AppendFloat(nil, f, 'f', -1, 64))
+		if math.IsNaN(f) || math.IsInf(f, 0) || f != 0 && (math.Abs(f) < 1e-6 || math.Abs(f) >= 1e21) {
+			text, _ := json.Marshal(f)
+			want = string(text)
+		}
+		if got := string(appendLogFloat(nil, f)); got != want && !(math.IsNaN(f) || math.IsInf(f, 0)) {
+			t.Fatalf("appendLogFloat(%v): got %q, want %q", f, got, want)
+		}
+	}
+	for us := int64(0); us < 500_000; us++ {
+		check(float64(us) / 1000)
+	}
+	for us := int64(999_999_000_000); us < 1_000_000_001_000; us += 7 {
+		check(float64(us) / 1000)
+	}
+	for _, f := range []float64{0.0005, 1.0005, 0.1 + 0.2, 1e-7, 123456.7891, 999999999.9999, 1e9, 1e9 + 0.001, 4.5e12, -0.001, -3} {
+		check(f)
 	}
 }

@@ -25,16 +25,33 @@ func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s, fal
 // \uXXXX (the service's log writer).
 func AppendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
 
+// plainASCII[style][b] tells whether the ASCII byte b is written as it is:
+// style 0 as json.Marshal writes strings, 1 as the loggers do.
+var plainASCII = func() (t [2][utf8.RuneSelf]bool) {
+	for b := byte(0x20); b < utf8.RuneSelf; b++ {
+		t[0][b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+		t[1][b] = b != '"' && b != '\\' && b != 0x7F
+	}
+	return t
+}()
+
 func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
+	plain := &plainASCII[0]
+	if slogStyle {
+		plain = &plainASCII[1]
+	}
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Most strings are plain ASCII: one table look-up per byte.
+		for i < len(s) && s[i] < utf8.RuneSelf && plain[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (slogStyle && b != 0x7F || !slogStyle && b != '<' && b != '>' && b != '&') {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch {
 			case b == '"' || b == '\\':
