@@ -18,9 +18,16 @@ import (
 )
 
 // WriteFile calls write with a temporary file beside path and, when it
-// succeeds, syncs the file (mode 0600) and renames it to path.
+// succeeds, syncs the file (mode 0600), renames it to path and syncs the
+// directory, so that the rename outlives a crash. A symbolic link at path
+// is followed: the file it names is replaced, and the link stays.
 func WriteFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	target, err := resolve(path)
+	if err != nil {
+		return fmt.Errorf("%w; %s was not written", err, path)
+	}
+	dir := filepath.Dir(target)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".*.tmp")
 	if err != nil {
 		return err
 	}
@@ -33,12 +40,45 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(tmp.Name(), target)
 	}
 	if err != nil {
 		return fmt.Errorf("%w; %s was not written", err, path)
 	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("%s is written, but its directory could not be synced (%w): a crash of the machine may lose it", path, err)
+	}
 	return nil
+}
+
+// syncDir fsyncs a directory; tests replace it.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// resolve follows the symbolic links at path, up to 40 as the kernel does,
+// to the file they name, which need not exist yet.
+func resolve(path string) (string, error) {
+	for range 40 {
+		info, err := os.Lstat(path)
+		if err != nil || info.Mode()&os.ModeSymlink == 0 {
+			return path, nil // a missing file is made; any other error is the write's to tell
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 }
 
 // Stdout calls write with stdout. When the write fails and stdout is a

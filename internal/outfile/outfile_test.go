@@ -111,3 +111,79 @@ func TestStdout(t *testing.T) {
 		t.Errorf("stdout and stderr's file after a failure: %q", b)
 	}
 }
+
+// A symbolic link at the path is followed, dangling or not: the file it
+// names gets the export, and the link stays a link. A loop of links is
+// refused before anything is written.
+func TestWriteFileFollowsSymlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "volume")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(sub, "backup.jsonl")
+	os.WriteFile(target, []byte("old\n"), 0o600)
+	link := filepath.Join(dir, "backup")
+	if err := os.Symlink("volume/backup.jsonl", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(link, whole); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link after the export: %v, %v; want it still a symbolic link", info.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "the whole export\n" {
+		t.Errorf("the file the link names: %q", b)
+	}
+	if got := names(t, sub); !slices.Equal(got, []string{"backup.jsonl"}) {
+		t.Errorf("the link's directory: %v", got)
+	}
+
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(sub, "new.jsonl"), dangling) // absolute, to a file not made yet
+	if err := WriteFile(dangling, whole); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(sub, "new.jsonl")); string(b) != "the whole export\n" {
+		t.Errorf("the file a dangling link names: %q", b)
+	}
+
+	loop := filepath.Join(dir, "loop")
+	os.Symlink("loop", loop)
+	if err := WriteFile(loop, whole); err == nil || !strings.Contains(err.Error(), "too many levels") || !strings.Contains(err.Error(), "was not written") {
+		t.Errorf("a loop of links: %v", err)
+	}
+}
+
+// The directory is synced after the rename; when that fails the file is
+// there, and the error says it may not outlive a crash.
+func TestWriteFileSyncsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out")
+	old := syncDir
+	defer func() { syncDir = old }()
+	var synced []string
+	syncDir = func(d string) error { synced = append(synced, d); return nil }
+	if err := WriteFile(path, whole); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(synced, []string{dir}) {
+		t.Errorf("directories synced: %v, want [%s]", synced, dir)
+	}
+	syncDir = func(string) error { return errors.New("EIO") }
+	err := WriteFile(path, whole)
+	if err == nil || !strings.Contains(err.Error(), "could not be synced") || !strings.Contains(err.Error(), "EIO") {
+		t.Errorf("a directory that cannot be synced: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "the whole export\n" {
+		t.Errorf("the file after a failed directory sync: %q", b)
+	}
+	synced = nil
+	syncDir = func(d string) error { synced = append(synced, d); return nil }
+	WriteFile(path, half)
+	if len(synced) != 0 {
+		t.Errorf("a failed write synced %v", synced)
+	}
+}

@@ -349,8 +349,9 @@ func (s *Etcd) checkNames(batch []*createRequest) (pending []*pendingCreate, lat
 			later = append(later, req)
 			continue
 		case req.nc.Key == nil && s.idx.Has(req.key):
-			// A keyed create whose name is taken may be the retry of the
-			// create that took it, on another instance: the txn tells.
+			// Taken: refused here. A keyed create of a taken name goes on
+			// to the txn, since it may be the retry of the create that
+			// took it, on another instance: the txn tells.
 			id, name, _ := s.idx.Holder(req.key)
 			req.err = catalog.NameTaken(req.nc.Name, id, name)
 			continue
