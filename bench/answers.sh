@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/answers.sh [list|create]: where petstore's instructions per answer
+# bench/answers.sh [list|create|durable]: where petstore's instructions per answer
 # go beyond the bare server's (bench/baseline), group by group and function
 # by function. Each server runs under valgrind's callgrind (which counts
 # instructions, so the figures do not move with the machine's load), is
@@ -10,6 +10,8 @@
 #
 #   bench/answers.sh            # the list of 100 (a minute or two)
 #   bench/answers.sh create     # creates, petstore on :memory:
+#   bench/answers.sh durable    # creates, petstore on a journal (the bare
+#                               # server's stay in memory)
 #   BINARY=/tmp/old.bin bench/answers.sh   # another petstore build
 #
 # Only the servers' user-space instructions are counted: the kernel's
@@ -28,13 +30,16 @@ NAME=bench/answers.sh
 # in place of the working tree's.
 [ -z "${BINARY:-}" ] || cp "$BINARY" "$work/petstore"
 case $SCENARIO in
-list | create) ;;
-*) say "usage: bench/answers.sh [list|create]"; exit 2 ;;
+list | create | durable) ;;
+*) say "usage: bench/answers.sh [list|create|durable]"; exit 2 ;;
 esac
 awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
 	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/cats.jsonl"
-data="$work/cats.jsonl"
-[ "$SCENARIO" = list ] || data=:memory:
+case $SCENARIO in
+list) data="$work/cats.jsonl" ;;
+create) data=:memory: ;;
+durable) data="$work/durable.jsonl" ;;
+esac
 # requests FIRST COUNT: a curl config of COUNT requests, creates of the
 # names FIRST... for create. curl, not wrk: wrk ends with requests under
 # way, and a write to a connection it closed raises SIGPIPE, which
@@ -48,7 +53,7 @@ requests() {
 					print "next"
 				# next resets every option, so each request has its own
 				printf "url = \"%s\"\noutput = \"/dev/null\"\nwrite-out = \"%%{http_code}\\n\"\nheader = \"Authorization: Bearer %s\"\n", url, key
-				if (scenario == "create")
+				if (scenario != "list")
 					printf "header = \"Content-Type: application/json\"\ndata = \"{\\\"name\\\":\\\"load-%d\\\"}\"\n", i
 			}
 		}' >"$work/requests"
