@@ -25,9 +25,10 @@ func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s, fal
 // \uXXXX (the service's log writer).
 func AppendLogString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
 
-// plainASCII[style][b] tells whether the ASCII byte b is written as it is:
-// style 0 as json.Marshal writes strings, 1 as the loggers do.
-var plainASCII = func() (t [2][utf8.RuneSelf]bool) {
+// plainBytes[style][b] tells whether the byte b is written as it is, by
+// itself: style 0 as json.Marshal writes strings, 1 as the loggers do. No
+// byte of a multi-byte character is: those are looked at whole.
+var plainBytes = func() (t [2][256]bool) {
 	for b := byte(0x20); b < utf8.RuneSelf; b++ {
 		t[0][b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
 		t[1][b] = b != '"' && b != '\\' && b != 0x7F
@@ -36,15 +37,15 @@ var plainASCII = func() (t [2][utf8.RuneSelf]bool) {
 }()
 
 func appendQuoted(dst []byte, s string, slogStyle bool) []byte {
-	plain := &plainASCII[0]
+	plain := &plainBytes[0]
 	if slogStyle {
-		plain = &plainASCII[1]
+		plain = &plainBytes[1]
 	}
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		// Most strings are plain ASCII: one table look-up per byte.
-		for i < len(s) && s[i] < utf8.RuneSelf && plain[s[i]] {
+		for i < len(s) && plain[s[i]] {
 			i++
 		}
 		if i == len(s) {
