@@ -38,7 +38,7 @@ var configVars = []envconf.Var{
 	{Name: "PETSTORE_TLS_KEY_FILE", Help: "PEM key of that certificate (both or neither)"},
 	{Name: "PETSTORE_FILE_POLL", Default: "2s", Help: "how often the key file and the TLS pair are looked\nat for changes, and how long a change must stay\nunchanged before it is loaded; 10ms or more"},
 	{Name: "GOMAXPROCS", Help: "when set, left alone; when not, and it comes to 1,\na journal store raises it to 2 while it writes"},
-	{Name: "GOGC", Help: "when set, left alone; when not, the heap may grow\nto 32 MiB before a collection, and to twice what\nthe last one left (GOGC=100) above 16 MiB live"},
+	{Name: "GOGC", Help: "when set, left alone; when not, the heap may grow\nto 32 MiB before a collection, and to twice what\nthe last one left (Go's 100) from 16 MiB live"},
 	{Name: "PETSTORE_ETCD_CA_FILE", Help: "CA certificates for etcds://; unset: the system roots", Group: etcdVars},
 	{Name: "PETSTORE_ETCD_USER", Help: "etcd user, when etcd auth is on", Group: etcdVars},
 	{Name: "PETSTORE_ETCD_PASSWORD_FILE", Help: "file holding that user's password", Group: etcdVars},

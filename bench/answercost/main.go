@@ -105,7 +105,7 @@ func load(name, profile, binary string, answers float64) (server, error) {
 	s := server{name: name, byFunc: map[string]float64{}}
 	for addr, cost := range byAddr {
 		fn := "(outside the binary: the C library, the vDSO)"
-		if i := sort.Search(len(syms), func(i int) bool { return syms[i].Value > addr }) - 1; i >= 0 && addr < syms[i].Value+max(syms[i].Size, 1) {
+		if i := sort.Search(len(syms), func(i int) bool { return syms[i].Value > addr }) - 1; i >= 0 && addr < syms[i].Value+syms[i].Size {
 			fn = syms[i].Name
 		}
 		s.byFunc[fn] += float64(cost) / answers
@@ -127,7 +127,9 @@ func symbols(binary string) ([]elf.Symbol, error) {
 	}
 	var funcs []elf.Symbol
 	for _, s := range all {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+		// Markers of no size (runtime.text, runtime.etext) share the
+		// address of a function and would hide it.
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
 			funcs = append(funcs, s)
 		}
 	}

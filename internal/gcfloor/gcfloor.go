@@ -5,11 +5,13 @@
 // last collection left live, but at 4 MiB at least. petstore keeps about
 // 1 MiB live with a small catalogue, and every request allocates some
 // 3 KiB that dies with it (net/http's request, header maps and buffers):
-// a collection every 700 or so answers, 7 % of a GET's instructions under
+// a collection every 700 or so answers, 6 % of a GET's instructions under
 // load (docs/performance.md, "Where a list's time goes"). A floor moves
 // the next collection to Floor bytes of heap while twice the live heap is
 // less than that, by setting the GC percent after each collection: with a
-// large catalogue the percent stays 100, and the heap grows as it did.
+// large catalogue the percent stays 100, and the heap grows as it did. The
+// percent also scales the runtime's own 4 MiB minimum, so it stays at or
+// below Floor/40 KiB (800 for 32 MiB).
 //
 // The percent belongs to the process: run one floor per process. An
 // operator's GOGC is for the caller to honour, by not starting one.
@@ -27,8 +29,10 @@ import (
 // small catalogue, and a collection every 10,000 or so answers.
 const Floor = 32 << 20
 
-// maxPercent bounds the percent, for a live heap near nothing.
-const maxPercent = 10_000
+// runtimeMinimum is the runtime's own floor at GOGC=100. It scales with
+// the percent: a percent p sets it to 4 MiB × p/100, so a percent above
+// Floor/40 KiB would raise the goal above Floor however little is live.
+const runtimeMinimum = 4 << 20
 
 // A Tuner sets the GC percent after each collection until Stop.
 type Tuner struct {
@@ -38,17 +42,18 @@ type Tuner struct {
 	mu      sync.Mutex
 	stopped bool
 	percent int
-	sample  []metrics.Sample
+	samples []metrics.Sample
 	cycles  int // collections seen, for tests
 }
 
-// Start begins to keep the heap goal at floor bytes or more, from the
-// next collection on, and returns the Tuner; Stop ends it.
+// Start begins to keep the heap goal at floor bytes, or twice the live
+// heap when that is more, from the next collection on; Stop ends it.
 func Start(floor uint64) *Tuner {
 	initial := debug.SetGCPercent(100)
 	debug.SetGCPercent(initial)
-	t := &Tuner{floor: floor, initial: initial, percent: initial,
-		sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &Tuner{floor: floor, initial: initial, percent: initial, samples: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
+	}}
 	t.arm()
 	return t
 }
@@ -66,7 +71,8 @@ func (t *Tuner) arm() {
 }
 
 // collected runs after each collection: it sets the percent for the next
-// and arms itself again.
+// and arms itself again. Setting the percent takes the heap's lock; it
+// does not stop the world.
 func (t *Tuner) collected() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -74,11 +80,9 @@ func (t *Tuner) collected() {
 		return
 	}
 	t.cycles++
-	metrics.Read(t.sample)
-	want := Percent(t.sample[0].Value.Uint64(), t.floor)
-	// Setting the percent stops the world for a moment: only a change
-	// of more than a quarter is worth one.
-	if d := want - t.percent; d > t.percent/4 || -d > t.percent/4 {
+	metrics.Read(t.samples)
+	want := Percent(t.samples[0].Value.Uint64(), t.samples[1].Value.Uint64()+t.samples[2].Value.Uint64(), t.floor)
+	if want != t.percent {
 		debug.SetGCPercent(want)
 		t.percent = want
 	}
@@ -86,13 +90,18 @@ func (t *Tuner) collected() {
 }
 
 // Percent is the GC percent that puts the next collection at floor bytes
-// of heap when live bytes survived the last one: 100 once twice live
-// reaches floor.
-func Percent(live, floor uint64) int {
-	if live == 0 || float64(live)*2 >= float64(floor) {
+// of heap, when live bytes of heap survived the last one and roots bytes
+// of goroutine stacks and globals are scanned besides: the runtime's goal
+// is live + (live + roots) × percent/100, and at least 4 MiB ×
+// percent/100. It is 100, Go's default, once that puts the goal at floor
+// or above (twice live is floor or more, or nearly).
+func Percent(live, roots, floor uint64) int {
+	if live >= floor {
 		return 100
 	}
-	return int(min(float64(floor)/float64(live)*100-100, maxPercent))
+	p := float64(floor-live) * 100 / float64(max(live+roots, 1))
+	p = min(p, float64(floor)*100/runtimeMinimum, 1e6) // the runtime keeps it in an int32
+	return max(100, int(p))
 }
 
 // Stop puts back the percent of Start; collections after it change

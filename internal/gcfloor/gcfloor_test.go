@@ -11,32 +11,26 @@ import (
 func TestPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, tt := range []struct {
-		live, floor uint64
-		want        int
+		live, roots, floor uint64
+		want               int
 	}{
-		{0, 32 * mib, 100},                 // nothing measured yet
-		{1 * mib, 32 * mib, 3100},          // goal 1 MiB × 32 = the floor
-		{4 * mib, 32 * mib, 700},           // 4 MiB × 8
-		{16 * mib, 32 * mib, 100},          // twice live is the floor already
-		{200 * mib, 32 * mib, 100},         // a large catalogue: as without a floor
-		{10 * 1024, 32 * mib, 10_000},      // a live heap near nothing: bounded
-		{15 * mib, 32 * mib, 113},          // just under half the floor
-		{1 * mib, 0, 100},                  // no floor
-		{32*mib + 1, 32 * mib, 100},        // above the floor
-		{32 * mib / 3, 32 * mib, 200},      // a third
-		{1, 1 << 62, maxPercent},           // no overflow at the extremes
-		{1 << 61, 1 << 62, 100},            // half of a huge floor
-		{1<<61 - 1, 1 << 62, 100},          // rounding down to 100
-		{3 * mib, 32 * mib, 966},           // 32/3 × 100 − 100, rounded down
-		{5 * mib / 2, 32 * mib, 1180},      // 12.8 × 100 − 100
-		{31 * mib / 2, 32 * mib, 106},      // 2.06 × 100 − 100
-		{16*mib - 1, 32 * mib, 100},        // 2.0000001 × 100 − 100
-		{16*mib + 1, 32 * mib, 100},        // above half
-		{8 * mib, 32 * mib, 300},           // a quarter
-		{32 * mib / 101, 32 * mib, 10_000}, // 101 × 100 − 100 = 10,000
+		{0, 0, 32 * mib, 800},             // nothing live: the runtime's own minimum, scaled to the floor
+		{1 * mib, 0, 32 * mib, 800},       // 3,100 would put that minimum at 124 MiB
+		{1 * mib, 3 * mib, 32 * mib, 775}, // 1 + 4 × 7.75 = 32
+		{4 * mib, 0, 32 * mib, 700},       // 4 + 4 × 7 = 32
+		{8 * mib, 0, 32 * mib, 300},       // 8 + 8 × 3 = 32
+		{15 * mib, 1 * mib, 32 * mib, 106},
+		{16 * mib, 0, 32 * mib, 100}, // twice live is the floor
+		{16 * mib, 1 * mib, 32 * mib, 100},
+		{32 * mib, 0, 32 * mib, 100},
+		{200 * mib, 8 * mib, 32 * mib, 100}, // a large catalogue: as without a floor
+		{0, 0, 0, 100},                      // no floor
+		{30 * mib, 0, 64 * mib, 113},
+		{100 * mib, 0, 64 * mib, 100},
+		{1, 0, 1 << 62, 1_000_000}, // bounded: the runtime keeps the percent in an int32
 	} {
-		if got := Percent(tt.live, tt.floor); got != tt.want {
-			t.Errorf("Percent(%d, %d): got %d, want %d", tt.live, tt.floor, got, tt.want)
+		if got := Percent(tt.live, tt.roots, tt.floor); got != tt.want {
+			t.Errorf("Percent(%d, %d, %d): got %d, want %d", tt.live, tt.roots, tt.floor, got, tt.want)
 		}
 	}
 }
@@ -71,9 +65,11 @@ func collectUntilSeen(t *testing.T, tu *Tuner, n int) {
 
 var keep [][]byte
 
-// With a small live heap the goal rises to the floor; with a live heap of
-// more than half the floor the percent is 100 again; Stop puts back the
-// percent it found, and collections after it change nothing.
+// With a small live heap the goal is the floor, not more; with a live heap
+// of more than half the floor the percent is 100 again, also from the
+// band just above 100 where a small change of the percent is still one;
+// Stop puts back the percent it found, and collections after it change
+// nothing.
 func TestHeapGoalFollowsTheFloor(t *testing.T) {
 	const floor = 64 << 20
 	old := debug.SetGCPercent(150)
@@ -84,11 +80,22 @@ func TestHeapGoalFollowsTheFloor(t *testing.T) {
 	if got := read("/gc/gogc:percent"); got <= 150 {
 		t.Fatalf("GC percent with a live heap of %d bytes: got %d, want it raised", read("/gc/heap/live:bytes"), got)
 	}
-	if goal := read("/gc/heap/goal:bytes"); goal < floor*9/10 {
-		t.Errorf("heap goal: got %d bytes, want about %d", goal, floor)
+	if goal := read("/gc/heap/goal:bytes"); goal < floor*9/10 || goal > floor*11/10 {
+		t.Errorf("heap goal with a live heap of %d bytes: got %d MiB, want about %d", read("/gc/heap/live:bytes"), goal>>20, floor>>20)
 	}
 
-	// 40 MiB live, pointer-free: twice that is above the floor.
+	// 30 MiB live, pointer-free: a percent of about 110.
+	for range 30 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	collectUntilSeen(t, tu, 2)
+	if got := read("/gc/gogc:percent"); got <= 100 || got > 120 {
+		t.Errorf("GC percent with a live heap of %d bytes: got %d, want just above 100", read("/gc/heap/live:bytes"), got)
+	}
+	if goal := read("/gc/heap/goal:bytes"); goal > floor*11/10 {
+		t.Errorf("heap goal with a live heap of %d bytes: got %d MiB, want about %d", read("/gc/heap/live:bytes"), goal>>20, floor>>20)
+	}
+	// 70 MiB live: twice that is above the floor.
 	for range 40 {
 		keep = append(keep, make([]byte, 1<<20))
 	}
