@@ -1,13 +1,16 @@
 package catalog
 
 import (
+	"bytes"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"io"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"petstore/internal/rawjson"
 )
@@ -41,7 +44,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // size bytes of JSON in all, and publishes it.
 func NewIndex(n, size int) *Index {
 	x := &Index{
-		names: &nameTable{ids: make(map[string]int64, n)},
+		names: newNameTable(n),
 		list:  make([]byte, 1, size+1),
 		items: make([]item, 0, n),
 	}
@@ -52,7 +55,7 @@ func NewIndex(n, size int) *Index {
 
 // Has reports whether a category with the folded name key exists.
 func (x *Index) Has(key string) bool {
-	_, ok := x.names.ids[key] // the writer's own map: no lock to read it
+	_, ok := x.names.get(key, x.named) // the writer's own table: no lock to read it
 	return ok
 }
 
@@ -61,12 +64,8 @@ func (x *Index) Has(key string) bool {
 // was taken already: replay keeps both categories of a file written by a Go
 // whose case folding told their names apart. Readers see it after Publish.
 func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
-	// One map operation, not a lookup then an insert: at a million
-	// categories each is a cache miss, and replay time is mostly these.
 	x.names.mu.Lock()
-	known := len(x.names.ids)
-	x.names.ids[key] = c.ID
-	unique = len(x.names.ids) > known
+	unique = x.names.put(key, c.ID, x.named)
 	x.names.mu.Unlock()
 	if len(x.items) > 0 {
 		x.list = append(x.list, ',')
@@ -78,12 +77,109 @@ func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
 	return x.list[start:len(x.list):len(x.list)], unique
 }
 
+// named reports whether the category id, added already, has a name that
+// folds to key.
+func (x *Index) named(id int64, key string) bool {
+	i := sort.Search(len(x.items), func(i int) bool { return x.items[i].id >= id })
+	if i == len(x.items) || x.items[i].id != id {
+		return false
+	}
+	start := 1
+	if i > 0 {
+		start = x.items[i-1].end + 1
+	}
+	return nameFoldsTo(x.list[start:x.items[i].end], key)
+}
+
+// nameFoldsTo reports whether the name in a category's JSON, as the index
+// wrote it, folds to key (FoldName). A name of plain ASCII, the most
+// common, is compared where it lies, with no copy.
+func nameFoldsTo(json []byte, key string) bool {
+	const before = `,"name":"`
+	i := bytes.Index(json, []byte(before))
+	if i < 0 {
+		return false
+	}
+	raw := json[i+len(before):]
+	plain := true
+	n := 0
+	for ; n < len(raw) && raw[n] != '"'; n++ {
+		if raw[n] == '\\' || raw[n] >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if !plain {
+		return FoldName(nameIn(json)) == key
+	}
+	if n != len(key) {
+		return false
+	}
+	for j := range n {
+		b := raw[j]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != key[j] {
+			return false
+		}
+	}
+	return true
+}
+
 // nameTable maps the folded name of every category to its id. The index's
 // writer changes it under mu; readers of any snapshot look names up under
 // mu too, and keep only ids their snapshot holds.
+//
+// It holds no pointer for the collector to follow, however many names: a
+// million names kept as strings made every collection mark a million
+// objects, most of what a page or a look-up cost beyond the list of 100
+// (docs/performance.md, "Pages and look-up by name"). slots maps a 64-bit
+// hash of each name to the id of its category; a look-up reads that
+// category's name back to compare. A name whose slot another name holds
+// (one pair in about 10¹³ at a million names) is kept in more, by name.
 type nameTable struct {
-	mu  sync.RWMutex
-	ids map[string]int64
+	mu    sync.RWMutex
+	seed  maphash.Seed
+	hash  func(maphash.Seed, string) uint64 // maphash.String; tests make names collide
+	slots map[uint64]int64
+	more  map[string]int64 // nil until a collision
+}
+
+func newNameTable(n int) *nameTable {
+	return &nameTable{seed: maphash.MakeSeed(), hash: maphash.String, slots: make(map[uint64]int64, n)}
+}
+
+// get returns the id of the category whose folded name is key. named
+// reports whether a category has that name, false for one the caller
+// cannot see.
+func (t *nameTable) get(key string, named func(id int64, key string) bool) (int64, bool) {
+	if id, ok := t.slots[t.hash(t.seed, key)]; ok && named(id, key) {
+		return id, true
+	}
+	id, ok := t.more[key]
+	return id, ok
+}
+
+// put makes key name the category id, and reports whether no category had
+// that name before.
+func (t *nameTable) put(key string, id int64, named func(id int64, key string) bool) (unique bool) {
+	h := t.hash(t.seed, key)
+	holder, taken := t.slots[h]
+	if !taken {
+		t.slots[h] = id
+		return true
+	}
+	if named(holder, key) {
+		t.slots[h] = id // the later of two alike (see Index.Append)
+		return false
+	}
+	if t.more == nil {
+		t.more = make(map[string]int64)
+	}
+	_, had := t.more[key]
+	t.more[key] = id
+	return !had
 }
 
 // Append adds a category read back from storage (replay), whose id must
@@ -126,7 +222,7 @@ func (x *Index) NameAt(i int) string {
 // (FoldName), published or not, and false when there is none. Only the
 // index's writer calls it.
 func (x *Index) Holder(key string) (id int64, name string, ok bool) {
-	id, ok = x.names.ids[key]
+	id, ok = x.names.get(key, x.named)
 	if !ok {
 		return 0, "", false
 	}
@@ -275,11 +371,18 @@ func (s *Snapshot) Find(key string) (id int64, json []byte, ok bool) {
 		return 0, nil, false
 	}
 	s.names.mu.RLock()
-	id, ok = s.names.ids[key]
+	id, ok = s.names.get(key, s.named)
 	s.names.mu.RUnlock()
-	if !ok || id > s.LastID() {
-		return 0, nil, false // not published when s was
+	if !ok {
+		return 0, nil, false
 	}
 	json, ok = s.Get(id)
 	return id, json, ok
+}
+
+// named reports whether this snapshot holds the category id with a name
+// that folds to key.
+func (s *Snapshot) named(id int64, key string) bool {
+	json, ok := s.Get(id)
+	return ok && nameFoldsTo(json, key)
 }

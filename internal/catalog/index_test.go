@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -120,6 +122,118 @@ func TestSnapshotWriteToWrites(t *testing.T) {
 		for i, p := range w {
 			if len(w) > 1 && len(p) < EdgeSize {
 				t.Errorf("%d categories: write %d has %d bytes, want at least %d", c.n, i, len(p), EdgeSize)
+			}
+		}
+	}
+}
+
+// The name table keeps a hash of each name, not the name: names whose
+// hashes collide are told apart by the name read back from the list, with
+// every hash colliding as with none.
+func TestNameTableCollisions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hash func(maphash.Seed, string) uint64
+	}{
+		{"maphash", maphash.String},
+		{"every name one hash", func(maphash.Seed, string) uint64 { return 7 }},
+		{"two hashes", func(_ maphash.Seed, s string) uint64 { return uint64(len(s) % 2) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := NewIndex(0, 0)
+			x.names.hash = c.hash
+			add := func(name string, id int64) bool {
+				_, unique := x.Add(FoldName(name), Category{ID: id, Name: name})
+				return unique
+			}
+			for i, name := range []string{"dog", "cat", "Rabbit", "ÉCLAIR"} {
+				if !add(name, int64(i+1)) {
+					t.Errorf("Add(%q): not unique", name)
+				}
+			}
+			x.Publish()
+			before := x.Snapshot()
+			if add("DOG", 5) {
+				t.Error(`Add("DOG") after "dog": unique`)
+			}
+			if !add("hamster", 6) {
+				t.Error(`Add("hamster"): not unique`)
+			}
+			for key, want := range map[string]int64{"dog": 5, "cat": 2, "rabbit": 3, "éclair": 4, "hamster": 6} {
+				if !x.Has(key) {
+					t.Errorf("Has(%q): false", key)
+				}
+				if id, _, ok := x.Holder(key); !ok || id != want {
+					t.Errorf("Holder(%q): got %d %v, want %d", key, id, ok, want)
+				}
+			}
+			for _, key := range []string{"do", "dogs", "", "bird", "eclair"} {
+				if x.Has(key) {
+					t.Errorf("Has(%q): true", key)
+				}
+			}
+			if id, name, ok := x.Holder("éclair"); !ok || id != 4 || name != "ÉCLAIR" {
+				t.Errorf(`Holder("éclair"): got %d %q %v`, id, name, ok)
+			}
+			// The older snapshot sees what it holds, and nothing later:
+			// "dog" is now the later category's, which it does not hold.
+			if id, _, ok := before.Find("cat"); !ok || id != 2 {
+				t.Errorf("Find(cat) before: got %d %v", id, ok)
+			}
+			if _, _, ok := before.Find("hamster"); ok {
+				t.Error("Find(hamster) on a snapshot from before it: found")
+			}
+			x.Publish()
+			for key, want := range map[string]int64{"dog": 5, "cat": 2, "hamster": 6, "rabbit": 3} {
+				if id, json, ok := x.Snapshot().Find(key); !ok || id != want || !bytes.Contains(json, []byte(fmt.Sprintf(`"id":%d`, want))) {
+					t.Errorf("Find(%q): got %d %s %v, want %d", key, id, json, ok, want)
+				}
+			}
+			if _, _, ok := x.Snapshot().Find("bird"); ok {
+				t.Error("Find(bird): found")
+			}
+			if collides, err := x.Append(Category{ID: 7, Name: "Cat"}); err != nil || !collides {
+				t.Errorf(`Append("Cat") after "cat": collides %v, %v`, collides, err)
+			}
+			if collides, err := x.Append(Category{ID: 8, Name: "parrot"}); err != nil || collides {
+				t.Errorf(`Append("parrot"): collides %v, %v`, collides, err)
+			}
+		})
+	}
+}
+
+// However many names it holds, the name table holds nothing the garbage
+// collector must follow, but for names whose hashes collide.
+func TestNameTableHoldsNoPointers(t *testing.T) {
+	x := NewIndex(0, 0)
+	if got := reflect.TypeOf(x.names.slots).Elem().Kind(); got != reflect.Int64 {
+		t.Errorf("slot values: %v", got)
+	}
+	if got := reflect.TypeOf(x.names.slots).Key().Kind(); got != reflect.Uint64 {
+		t.Errorf("slot keys: %v", got)
+	}
+	for i := range 1000 {
+		x.Add(FoldName(fmt.Sprint("name-", i)), Category{ID: int64(i + 1), Name: fmt.Sprint("name-", i)})
+	}
+	if x.names.more != nil {
+		t.Errorf("1,000 names made %d collisions of 64-bit hashes", len(x.names.more))
+	}
+}
+
+// nameFoldsTo, which compares a plain ASCII name where it lies, agrees
+// with folding the decoded name, for every pair of these names and keys.
+func TestNameFoldsTo(t *testing.T) {
+	t.Parallel()
+	names := []string{"dog", "Dog", "DOG", "do", "dogs", "Dogs & Cats", "<b>", `say "hi"`, `back\slash`, "ÉCLAIR", "éclair", "Straße", "ǅ", "a\u2028b", "Ｄｏｇ", "", "x y"}
+	for _, name := range names {
+		for _, withDescription := range []bool{false, true} {
+			c := Category{ID: 12, Name: name, Description: `,"name":"dog"`, HasDescription: withDescription}
+			json := c.AppendJSON(nil)
+			for _, other := range names {
+				key := FoldName(other)
+				if got, want := nameFoldsTo(json, key), FoldName(name) == key; got != want {
+					t.Errorf("nameFoldsTo(%s, %q): got %v, want %v", json, key, got, want)
+				}
 			}
 		}
 	}
