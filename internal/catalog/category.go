@@ -81,22 +81,25 @@ func FoldName(name string) string {
 	if ascii {
 		return strings.ToLower(name)
 	}
-	// Map every rune to one representative of its simple-folding orbit (the
-	// equivalence strings.EqualFold uses): the lower case of its smallest
-	// member, which agrees with the ASCII path above.
-	return strings.Map(func(r rune) rune {
-		if 0xFF01 <= r && r <= 0xFF5E {
-			r -= 0xFF01 - '!'
-		}
-		if unicode.Is(unicode.Zs, r) {
-			return ' '
-		}
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		return unicode.ToLower(least)
-	}, name)
+	return strings.Map(foldRune, name)
+}
+
+// foldRune maps a rune to one representative of its simple-folding orbit
+// (the equivalence strings.EqualFold uses): the lower case of its smallest
+// member, which agrees with FoldName's ASCII path; a fullwidth form to the
+// ASCII character it stands for, and a space separator to a space.
+func foldRune(r rune) rune {
+	if 0xFF01 <= r && r <= 0xFF5E {
+		r -= 0xFF01 - '!'
+	}
+	if unicode.Is(unicode.Zs, r) {
+		return ' '
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
 }
 
 // ParseID parses a canonical positive decimal int64: "1", not "+1", "01",

@@ -238,3 +238,39 @@ func TestNameFoldsTo(t *testing.T) {
 		}
 	}
 }
+
+func FuzzNameFoldsTo(f *testing.F) {
+	for _, s := range []string{"dog", "Dogs & Cats", `say "hi"`, `back\slash`, "Catégorie", "ÉCLAIR", "a\u2028b", "Ｄｏｇ", "\xff", "K\u212a", "ſ", "tab\there", "\x00\x1f\x7f", "do\u00a0g", "🐈"} {
+		f.Add(s, s, "")
+		f.Add(s, strings.ToUpper(s), `,"name":"x"`)
+	}
+	f.Fuzz(func(t *testing.T, name, other, description string) {
+		json := Category{ID: 3, Name: name, Description: description, HasDescription: description != ""}.AppendJSON(nil)
+		for _, key := range []string{FoldName(name), FoldName(other), other} {
+			if got, want := nameFoldsTo(json, key), FoldName(nameIn(json)) == key; got != want {
+				t.Errorf("nameFoldsTo(%s, %q): got %v, want %v", json, key, got, want)
+			}
+		}
+	})
+}
+
+// A look-up allocates nothing, whatever the name: escaped in the JSON (&,
+// <, ", \) or not ASCII.
+func TestLookUpAllocatesNothing(t *testing.T) {
+	x := NewIndex(0, 0)
+	names := []string{"dog", "Dogs & Cats", "Catégorie", `say "hi"`, `back\slash`, "<b>", "a\u2028b", "ＤＯＧ２"}
+	for i, name := range names {
+		x.Add(FoldName(name), Category{ID: int64(i + 1), Name: name})
+	}
+	x.Publish()
+	s := x.Snapshot()
+	for i, name := range names {
+		key := FoldName(name)
+		if id, _, ok := s.Find(key); !ok || id != int64(i+1) {
+			t.Fatalf("Find(%q): %d %v", key, id, ok)
+		}
+		if n := testing.AllocsPerRun(100, func() { s.Find(key); x.Has(key) }); n != 0 {
+			t.Errorf("Find and Has of %q: %v allocations", name, n)
+		}
+	}
+}
