@@ -6,9 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,7 +142,7 @@ func holdUnfinishedHeaders(t *testing.T, attack headerAttack) {
 		}
 	}
 
-	peak := peakResident(t, p.Cmd.Process.Pid)
+	peak, _ := p.Memory(t)
 	t.Logf("%d connections with %d-byte unfinished header blocks sent in %v; peak RSS %d MiB; keyed GET %v",
 		len(conns), len(block), sent.Round(time.Millisecond), peak>>20, took.Round(time.Millisecond))
 	if peak >= rssBound {
@@ -184,25 +182,4 @@ func raiseFileLimit(t *testing.T, need uint64) {
 	if uint64(lim.Cur) < need {
 		t.Skipf("the file limit is %d, the test needs %d (raise ulimit -Hn)", lim.Cur, need)
 	}
-}
-
-// peakResident returns the peak resident memory of process pid, in bytes
-// (VmHWM in /proc/PID/status).
-func peakResident(t *testing.T, pid int) int64 {
-	t.Helper()
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/PID/status")
-	return 0
 }

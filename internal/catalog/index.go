@@ -81,15 +81,29 @@ func (x *Index) Add(key string, c Category) (json []byte, unique bool) {
 // named reports whether the category id, added already, has a name that
 // folds to key.
 func (x *Index) named(id int64, key string) bool {
-	i := sort.Search(len(x.items), func(i int) bool { return x.items[i].id >= id })
-	if i == len(x.items) || x.items[i].id != id {
-		return false
+	i, ok := position(x.items, id)
+	return ok && nameFoldsTo(jsonAt(x.list, x.items, i), key)
+}
+
+// position returns where id is in items, and false when it is not there.
+func position(items []item, id int64) (int, bool) {
+	i := sort.Search(len(items), func(i int) bool { return items[i].id >= id })
+	return i, i < len(items) && items[i].id == id
+}
+
+// startOf returns where the JSON of the category at position i begins in
+// the list: past the "[" or past the "," that ends the one before.
+func startOf(items []item, i int) int {
+	if i == 0 {
+		return 1
 	}
-	start := 1
-	if i > 0 {
-		start = x.items[i-1].end + 1
-	}
-	return nameFoldsTo(x.list[start:x.items[i].end], key)
+	return items[i-1].end + 1
+}
+
+// jsonAt returns the JSON of the category at position i.
+func jsonAt(list []byte, items []item, i int) []byte {
+	end := items[i].end
+	return list[startOf(items, i):end:end]
 }
 
 // nameFoldsTo reports whether the name in a category's JSON, as the index
@@ -268,13 +282,7 @@ func lastID(items []item) int64 {
 
 // NameAt returns the name of the category at position i (0 is the lowest
 // id), decoded from its JSON, which the index wrote.
-func (x *Index) NameAt(i int) string {
-	start := 1
-	if i > 0 {
-		start = x.items[i-1].end + 1
-	}
-	return nameIn(x.list[start:x.items[i].end])
-}
+func (x *Index) NameAt(i int) string { return nameIn(jsonAt(x.list, x.items, i)) }
 
 // Holder returns the id and name of the category whose folded name is key
 // (FoldName), published or not, and false when there is none. Only the
@@ -284,8 +292,7 @@ func (x *Index) Holder(key string) (id int64, name string, ok bool) {
 	if !ok {
 		return 0, "", false
 	}
-	i := sort.Search(len(x.items), func(i int) bool { return x.items[i].id >= id })
-	if i < len(x.items) && x.items[i].id == id {
+	if i, found := position(x.items, id); found {
 		name = x.NameAt(i)
 	}
 	return id, name, true
@@ -380,23 +387,17 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // Get returns the JSON of the category with the given id, and false if
 // there is none. The caller must not modify the bytes.
 func (s *Snapshot) Get(id int64) ([]byte, bool) {
-	i := sort.Search(len(s.items), func(i int) bool { return s.items[i].id >= id })
-	if i == len(s.items) || s.items[i].id != id {
+	i, ok := position(s.items, id)
+	if !ok {
 		return nil, false
 	}
-	_, json := s.At(i)
-	return json, true
+	return jsonAt(s.list, s.items, i), true
 }
 
 // At returns the id and JSON of the category at position i, 0 ≤ i < Len,
 // in ascending id. The caller must not modify the bytes.
 func (s *Snapshot) At(i int) (id int64, json []byte) {
-	start := 1
-	if i > 0 {
-		start = s.items[i-1].end + 1
-	}
-	end := s.items[i].end
-	return s.items[i].id, s.list[start:end:end]
+	return s.items[i].id, jsonAt(s.list, s.items, i)
 }
 
 // Page returns the items of the JSON array of at most limit categories
@@ -413,12 +414,8 @@ func (s *Snapshot) Page(after int64, limit int) (items []byte, last int64, more 
 	if i == j {
 		return nil, 0, false
 	}
-	start := 1
-	if i > 0 {
-		start = s.items[i-1].end + 1
-	}
 	end := s.items[j-1].end
-	return s.list[start:end:end], s.items[j-1].id, j < len(s.items)
+	return s.list[startOf(s.items, i):end:end], s.items[j-1].id, j < len(s.items)
 }
 
 // Find returns the id and JSON of the category whose folded name is key

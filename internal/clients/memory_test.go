@@ -1,11 +1,8 @@
 package clients
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -61,7 +58,7 @@ func BenchmarkHeldHTTP2Connections(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(3 * time.Second) // every stream blocked behind its window
-		peak, rss := memoryOf(b, svc.Cmd.Process.Pid)
+		peak, rss := svc.Memory(b)
 		b.ReportMetric(float64(peak)/(1<<20), "MiB-peak")
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
 		b.Logf("%d connections held (%v failed to connect): petstore at %d MiB resident, %d MiB at its peak", heldConns, failed, rss>>20, peak>>20)
@@ -69,26 +66,4 @@ func BenchmarkHeldHTTP2Connections(b *testing.B) {
 			b.Errorf("peak resident memory %d MiB, want under 512 MiB", peak>>20)
 		}
 	}
-}
-
-// memoryOf returns the peak and current resident memory of process pid.
-func memoryOf(t testing.TB, pid int) (peak, rss int64) {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	for lines.Scan() {
-		name, value, _ := strings.Cut(lines.Text(), ":")
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		switch name {
-		case "VmHWM":
-			peak = kb << 10
-		case "VmRSS":
-			rss = kb << 10
-		}
-	}
-	return peak, rss
 }

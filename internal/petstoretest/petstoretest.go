@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -604,4 +605,35 @@ next:
 		return l
 	}
 	return nil
+}
+
+// Memory returns the process's peak and current resident memory in bytes
+// (VmHWM and VmRSS of /proc/PID/status; Linux only).
+func (p *Process) Memory(t testing.TB) (peak, rss int64) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, line := range strings.Split(string(status), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		if name != "VmHWM" && name != "VmRSS" {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 10, 64)
+		if err != nil {
+			t.Fatalf("%s %q in /proc/PID/status: %v", name, value, err)
+		}
+		if name == "VmHWM" {
+			peak = kb << 10
+		} else {
+			rss = kb << 10
+		}
+		found++
+	}
+	if found != 2 {
+		t.Fatal("no VmHWM and VmRSS in /proc/PID/status")
+	}
+	return peak, rss
 }
