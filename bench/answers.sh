@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/answers.sh [list|create|durable]: where petstore's instructions per answer
+# bench/answers.sh [list|page|create|durable]: where petstore's instructions per answer
 # go beyond the bare server's (bench/baseline), group by group and function
 # by function. Each server runs under valgrind's callgrind (which counts
 # instructions, so the figures do not move with the machine's load), is
@@ -9,6 +9,8 @@
 # tables of docs/performance.md. Needs valgrind and curl.
 #
 #   bench/answers.sh            # the list of 100 (a minute or two)
+#   bench/answers.sh page       # a page of 100 from 100,000 categories
+#                               # (the bare server writes the same bytes)
 #   bench/answers.sh create     # creates, petstore on :memory:
 #   bench/answers.sh durable    # creates, petstore on a journal (the bare
 #                               # server's stay in memory)
@@ -30,13 +32,20 @@ NAME=bench/answers.sh
 # in place of the working tree's.
 [ -z "${BINARY:-}" ] || cp "$BINARY" "$work/petstore"
 case $SCENARIO in
-list | create | durable) ;;
-*) say "usage: bench/answers.sh [list|create|durable]"; exit 2 ;;
+list | page | create | durable) ;;
+*) say "usage: bench/answers.sh [list|page|create|durable]"; exit 2 ;;
 esac
 awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
 	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/cats.jsonl"
+url="http://127.0.0.1:$PORT/v1/categories"
 case $SCENARIO in
 list) data="$work/cats.jsonl" ;;
+page)
+	awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
+		for (i = 1; i <= 100000; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/big.jsonl"
+	data="$work/big.jsonl"
+	url="$url?limit=100&after=50000"
+	;;
 create) data=:memory: ;;
 durable) data="$work/durable.jsonl" ;;
 esac
@@ -47,13 +56,13 @@ esac
 requests() {
 	(
 		umask 077 # the config holds the (throwaway) key
-		awk -v first="$1" -v count="$2" -v scenario="$SCENARIO" -v url="http://127.0.0.1:$PORT/v1/categories" -v key="$KEY" 'BEGIN {
+		awk -v first="$1" -v count="$2" -v scenario="$SCENARIO" -v url="$url" -v key="$KEY" 'BEGIN {
 			for (i = first; i < first + count; i++) {
 				if (i > first)
 					print "next"
 				# next resets every option, so each request has its own
 				printf "url = \"%s\"\noutput = \"/dev/null\"\nwrite-out = \"%%{http_code}\\n\"\nheader = \"Authorization: Bearer %s\"\n", url, key
-				if (scenario != "list")
+				if (scenario == "create" || scenario == "durable")
 					printf "header = \"Content-Type: application/json\"\ndata = \"{\\\"name\\\":\\\"load-%d\\\"}\"\n", i
 			}
 		}' >"$work/requests"
@@ -80,7 +89,8 @@ profile() { # petstore | baseline
 		kill -0 "$server" 2>/dev/null || { say "$NAME: $1 did not start"; tail -n 5 "$work/$1.log" >&2; exit 1; }
 		sleep 0.1
 	done
-	[ "$1" = baseline ] || curl -fs -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" >"$work/list.json"
+	# The bare server answers every GET with these bytes, a page's too.
+	[ "$1" = baseline ] || curl -fs -H "Authorization: Bearer $KEY" "$url" >"$work/list.json"
 	load 1 2000 >/dev/null # warm up: connections, buffers, the heap's size
 	callgrind_control -z "$server" >/dev/null 2>&1
 	answers=$(load 2001 "$N")
