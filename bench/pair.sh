@@ -1,4 +1,4 @@
-# bench/pair.sh: what bench/gap.sh and bench/syscalls.sh share. Source it
+# bench/pair.sh: what the bench scripts that run petstore beside another server share. Source it
 # with NAME set (for messages) and the tools the script needs as arguments:
 # it checks them, builds petstore and the baseline into a temporary
 # directory $work (removed on exit), sets KEY (never printed), and stop
@@ -9,12 +9,15 @@ for tool in "$@"; do
 done
 work=$(mktemp -d)
 server=""
+# end PID: stops process PID (none when empty) and waits for it.
+end() {
+	[ -n "$1" ] || return 0
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
 stop() {
-	if [ -n "$server" ]; then
-		kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-		server=""
-	fi
+	end "$server"
+	server=""
 }
 trap 'stop; rm -rf "$work"' EXIT
 say "building petstore and the baseline"

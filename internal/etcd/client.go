@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,6 +311,22 @@ func (c *Client) LeaseGrant(ctx context.Context, ttl int64) (int64, error) {
 func (c *Client) Txn(ctx context.Context, t *TxnRequest) (*TxnResponse, error) {
 	var out TxnResponse
 	if err := c.call(ctx, "/v3/kv/txn", t, &out, true); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReadTxn sends a transaction of ranges only, which reads every range at
+// one revision and changes nothing: a read, so it is tried on the other
+// endpoints as Range is. A txn with a put is refused before it is sent.
+func (c *Client) ReadTxn(ctx context.Context, t *TxnRequest) (*TxnResponse, error) {
+	for _, op := range slices.Concat(t.Success, t.Failure) {
+		if op.RequestPut != nil {
+			return nil, errors.New("etcd: ReadTxn given a put")
+		}
+	}
+	var out TxnResponse
+	if err := c.call(ctx, "/v3/kv/txn", t, &out, false); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -120,5 +125,48 @@ func TestBackoff(t *testing.T) {
 	long := Backoff{First: time.Hour, Max: time.Hour}
 	if err := long.Wait(ctx); err != context.Canceled {
 		t.Errorf("Wait on a done ctx: got %v, want context.Canceled", err)
+	}
+}
+
+// A txn of ranges only is a read: an endpoint that answers 503 sends it on
+// to the next, where a txn that may put has an unknown outcome. A ReadTxn
+// with a put is refused before anything is sent.
+func TestReadTxnIsARead(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":"etcdserver: request timed out","message":"etcdserver: request timed out","code":14}`)
+			return
+		}
+		io.WriteString(w, `{"header":{"revision":"7"},"succeeded":true,"responses":[{"response_range":{"header":{"revision":"7"}}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{Endpoints: []string{srv.URL, srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	read := &TxnRequest{Success: []Op{{RequestRange: &RangeRequest{Key: []byte("/p/counter")}}}}
+
+	resp, err := c.ReadTxn(ctx, read)
+	if err != nil || len(resp.Responses) != 1 || resp.Responses[0].ResponseRange == nil {
+		t.Fatalf("ReadTxn after a 503: got %+v, %v; want the range", resp, err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("requests: got %d, want 2 (the 503, then the next endpoint)", n)
+	}
+	if _, err := c.Txn(ctx, read); !errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("Txn answered 503: got %v, want %v", err, ErrUnknownOutcome)
+	}
+	put := &TxnRequest{Failure: []Op{{RequestPut: &PutRequest{Key: []byte("k"), Value: []byte("v")}}}}
+	before := calls.Load()
+	if _, err := c.ReadTxn(ctx, put); err == nil {
+		t.Error("ReadTxn with a put: got no error")
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("ReadTxn with a put sent %d requests, want 0", n)
 	}
 }

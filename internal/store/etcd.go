@@ -50,7 +50,7 @@ type Etcd struct {
 
 	// The writer goroutine's view of the counter: the last id and the
 	// counter key's mod_revision (0 while it does not exist). A stale view
-	// costs one failed txn, whose failure branch brings the fresh one.
+	// costs one failed txn, and a read back that brings the fresh one.
 	counter    int64
 	counterRev int64
 	counterBad bool   // the counter key holds something other than an id

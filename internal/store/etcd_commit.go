@@ -33,11 +33,11 @@ type pendingCreate struct {
 // txn compares the counter's mod_revision, so once anything moves the
 // counter, a txn not yet applied never will be. Sent again unchanged, the
 // txn tells: if the first was applied, the second fails its compare, and
-// its failure branch reads the name keys back (linearizably): our tokens
-// are there, the creates are committed. Or the watch tells, when no answer
-// comes back at all: it delivers every committed txn whole, so once it has
-// delivered a move of the counter, our tokens among the name claims of that
-// revision mean committed, and their absence means never. Until one of the
+// the name keys read back after it (linearizably) hold our tokens: the
+// creates are committed. Or the watch tells, when no answer comes back at
+// all: it delivers every committed txn whole, so once it has delivered a
+// move of the counter, our tokens among the name claims of that revision
+// mean committed, and their absence means never. Until one of the
 // two has spoken, no answer is definite: past the deadline the creates
 // fail with catalog.ErrOutcomeUnknown. Never a duplicate, never a 201 for
 // a category that was not committed, never a definite failure for one that
@@ -96,8 +96,19 @@ func (s *Etcd) send(ctx context.Context, pending []*pendingCreate, unsure *doubt
 		s.committed(pending, int64(resp.Header.Revision), time.Since(start))
 		return nil, nil, true
 	case err == nil:
-		retry, err := s.settle(pending, resp)
+		// A compare failed, so this attempt was not applied. What it
+		// compared is read back in a txn of its own: a failure branch
+		// would cost etcd's gateway the decoding of its ranges on every
+		// txn, and a txn fails only after a race or a lost answer.
+		ranges, err := s.readBack(ctx, pending)
+		var retry []*pendingCreate
+		if err == nil {
+			retry, err = s.settle(pending, ranges)
+		}
 		if err != nil {
+			if unsure == nil {
+				err = s.downErr(err)
+			}
 			s.fail(ctx, pending, unsure, err)
 			return nil, nil, true
 		}
@@ -168,9 +179,8 @@ func (s *Etcd) renewLease(ctx context.Context, pending []*pendingCreate, unsure 
 	s.lease = etcdLease{}
 	err := s.ensureLease(ctx, pending)
 	if err != nil {
-		if unsure == nil && (errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome)) {
-			s.markDown(err)
-			err = catalog.ErrUnavailable
+		if unsure == nil {
+			err = s.downErr(err)
 		}
 		s.fail(ctx, pending, unsure, err)
 	}
@@ -189,14 +199,21 @@ func (s *Etcd) prepare(ctx context.Context, pending []*pendingCreate) []*pending
 		return nil
 	}
 	if err := s.ensureLease(ctx, pending); err != nil {
-		if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
-			s.markDown(err)
-			err = catalog.ErrUnavailable
-		}
-		failPending(pending, err)
+		failPending(pending, s.downErr(err))
 		return nil
 	}
 	return pending
+}
+
+// downErr returns catalog.ErrUnavailable, having marked etcd down, for an
+// err that says etcd did not answer a request that changes nothing or was
+// not applied; any other err as it is.
+func (s *Etcd) downErr(err error) error {
+	if errors.Is(err, etcd.ErrUnreachable) || errors.Is(err, etcd.ErrUnknownOutcome) {
+		s.markDown(err)
+		return catalog.ErrUnavailable
+	}
+	return err
 }
 
 // cutToQuota refuses, with catalog.ErrQuotaExceeded, the creates of pending that
@@ -370,7 +387,6 @@ func (s *Etcd) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 	t := &etcd.TxnRequest{
 		Compare: make([]etcd.Compare, 0, 1+3*n),
 		Success: make([]etcd.Op, 0, 1+3*n),
-		Failure: make([]etcd.Op, 0, 2*n+2),
 	}
 	rev := s.counterRev
 	t.Compare = append(t.Compare, etcd.Compare{Target: "MOD", Result: "EQUAL", Key: s.keys.counter, ModRevision: &rev})
@@ -387,35 +403,47 @@ func (s *Etcd) buildTxn(pending []*pendingCreate) *etcd.TxnRequest {
 		t.Success = append(t.Success,
 			etcd.Op{RequestPut: &etcd.PutRequest{Key: nameKey, Value: claim}},
 			etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.category(p.id), Value: p.req.cat.AppendJSON(nil)}})
-		t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: nameKey}})
 		if k := p.req.nc.Key; k != nil {
 			key := s.keys.idempotencyKey(k)
 			claim, _ := json.Marshal(keyClaim{ID: p.id, Token: p.token, Request: requestHex(p.req.nc)})
 			t.Compare = append(t.Compare, etcd.Compare{Target: "CREATE", Result: "EQUAL", Key: key, CreateRevision: &zero})
 			t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: key, Value: claim, Lease: s.lease.id}})
-			t.Failure = append(t.Failure, etcd.Op{RequestRange: &etcd.RangeRequest{Key: key}})
 		}
 	}
 	last := strconv.AppendInt(nil, s.counter+int64(n), 10)
 	t.Success = append(t.Success, etcd.Op{RequestPut: &etcd.PutRequest{Key: s.keys.counter, Value: last}})
-	t.Failure = append(t.Failure, etcd.Op{RequestRange: s.aboveCounter()}, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.counter}})
 	return t
 }
 
-// settle reads a failed txn's failure branch: for each create, the range
-// of its name key and, with an Idempotency-Key, of that key; then the
-// counter. A key or name that holds our token is a create an earlier
-// attempt committed. An Idempotency-Key made by another create answers
-// that create again (same request) or refuses (another request). A name
-// that holds another token is a conflict. The others are retried with the
+// readBack reads, at one revision and linearizably, what the txn of
+// pending compared: for each create its name key and, with an
+// Idempotency-Key, that key; then the range above the counter and the
+// counter. It returns the answers in that order.
+func (s *Etcd) readBack(ctx context.Context, pending []*pendingCreate) ([]*etcd.RangeResponse, error) {
+	t := &etcd.TxnRequest{Success: make([]etcd.Op, 0, 2*len(pending)+2)}
+	for _, p := range pending {
+		t.Success = append(t.Success, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.name(p.req.key)}})
+		if k := p.req.nc.Key; k != nil {
+			t.Success = append(t.Success, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.idempotencyKey(k)}})
+		}
+	}
+	t.Success = append(t.Success, etcd.Op{RequestRange: s.aboveCounter()}, etcd.Op{RequestRange: &etcd.RangeRequest{Key: s.keys.counter}})
+	resp, err := s.c.ReadTxn(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return readBackRanges(pending, resp)
+}
+
+// settle reads what was read back after a failed txn (see readBack). A
+// key or name that holds our token is a create an earlier attempt
+// committed. An Idempotency-Key made by another create answers that create
+// again (same request) or refuses (another request). A name that holds
+// another token is a conflict. The others are retried with the
 // fresh counter; settle returns those. When the counter did not move and a
 // record holds an id it would give, the counter is behind: settle records
 // it for checkCounter.
-func (s *Etcd) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pendingCreate, error) {
-	ranges, err := failureRanges(pending, resp)
-	if err != nil {
-		return pending, err
-	}
+func (s *Etcd) settle(pending []*pendingCreate, ranges []*etcd.RangeResponse) ([]*pendingCreate, error) {
 	counter, err := parseCounter(ranges[len(ranges)-1].Kvs)
 	if err != nil {
 		s.counterBad = errors.Is(err, errBadCounter)
@@ -448,14 +476,13 @@ func (s *Etcd) settle(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*pend
 	return retry, nil // when blocked, the next checkCounter refuses them
 }
 
-// failureRanges returns the answers of a failed txn's ranges (see
-// buildTxn): per create its name key and, with an Idempotency-Key, its key;
-// then the range above the counter and the counter.
-func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.RangeResponse, error) {
+// readBackRanges returns the answers of readBack's ranges, checked to be
+// as many as it asked for.
+func readBackRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.RangeResponse, error) {
 	ranges := make([]*etcd.RangeResponse, len(resp.Responses))
 	for i, r := range resp.Responses {
 		if r.ResponseRange == nil {
-			return nil, errors.New("etcd: a failed txn answered something other than a range")
+			return nil, errors.New("etcd: a read-back txn answered something other than a range")
 		}
 		ranges[i] = r.ResponseRange
 	}
@@ -467,7 +494,7 @@ func failureRanges(pending []*pendingCreate, resp *etcd.TxnResponse) ([]*etcd.Ra
 		}
 	}
 	if len(ranges) != want {
-		return nil, fmt.Errorf("etcd: a failed txn answered %d ranges, want %d", len(ranges), want)
+		return nil, fmt.Errorf("etcd: a read-back txn answered %d ranges, want %d", len(ranges), want)
 	}
 	return ranges, nil
 }

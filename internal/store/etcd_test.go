@@ -90,12 +90,20 @@ func TestEtcdStoreOnFakeGateway(t *testing.T) {
 }
 
 // A txn that etcd applied but answered 503 is settled by sending it again
-// (the watch, held here, would tell too: see etcd_faults_test.go): its
-// failure branch shows our tokens, so the create answers 201 with the id it
-// got, and nothing is stored twice.
+// (the watch, held here, would tell too: see etcd_faults_test.go): it fails
+// its compare, the keys read back show our tokens, so the create answers
+// 201 with the id it got, and nothing is stored twice.
 func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	for _, fault := range []string{"apply-then-503", "503"} {
+	for _, tc := range []struct {
+		fault string
+		txns  int
+		why   string
+	}{
+		{"apply-then-503", 4, "one lost answer; sent again, it fails its compare; the read back; the next create"},
+		{"503", 3, "one lost answer; sent again, it commits; the next create"},
+	} {
+		fault := tc.fault
 		t.Run(fault, func(t *testing.T) {
 			f, srv := etcdtest.NewFake(t, "3.4")
 			f.SetTxnFault(func(n int) string {
@@ -111,8 +119,8 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 			}
 			f.ReleaseWatches()
 			mustStoreCreate(t, s, "cat")
-			if n := f.Txns(); n != 3 {
-				t.Errorf("txns sent: got %d, want 3 (one lost answer, its settling, the next create)", n)
+			if n := f.Txns(); n != tc.txns {
+				t.Errorf("txns sent: got %d, want %d (%s)", n, tc.txns, tc.why)
 			}
 			if got := string(f.Value("/p/counter")); got != "2" {
 				t.Errorf("counter: got %q, want 2", got)
@@ -125,7 +133,7 @@ func TestEtcdStoreSettlesUnknownOutcome(t *testing.T) {
 }
 
 // A create that loses the race for its name to another instance is a 409;
-// the others of its batch are retried with the counter the failure branch
+// the others of its batch are retried with the counter the read back
 // brought, without another read.
 func TestEtcdStoreLostRace(t *testing.T) {
 	t.Parallel()
@@ -142,6 +150,78 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	}
 	if c := mustStoreCreate(t, s, "cat"); c.ID != 2 {
 		t.Errorf("cat: got id %d, want 2", c.ID)
+	}
+}
+
+// When the read back after a failed compare gets no answer, the create
+// was not applied (its compare failed), and it fails as etcd being
+// unavailable, never as a conflict or a 201; the next create reads back
+// and goes on with the counter another instance moved.
+func TestEtcdStoreReadBackUnanswered(t *testing.T) {
+	t.Parallel()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	// Another instance created "dog" as id 1, unseen by this one's writer.
+	f.Put("/p/counter", []byte("1"))
+	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
+	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
+	// The create's txn fails its compare; the two after it are its read
+	// back, on the one endpoint twice.
+	first := f.Txns() + 1
+	f.SetTxnFault(func(n int) string {
+		if n == first+1 || n == first+2 {
+			return "503"
+		}
+		return ""
+	})
+	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "cat"}); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("create cat while the read back fails: got %v, want %v", err, catalog.ErrUnavailable)
+	}
+	// Unanswered reads mark etcd down, so creates wait for the next probe
+	// that gets an answer.
+	if err := s.Health(); !errors.Is(err, catalog.ErrUnavailable) {
+		t.Errorf("health after the read back failed: got %v, want %v", err, catalog.ErrUnavailable)
+	}
+	for deadline := time.Now().Add(10 * etcdProbeEvery); s.Health() != nil && time.Now().Before(deadline); {
+		time.Sleep(etcdProbeEvery / 8)
+	}
+	if c := mustStoreCreate(t, s, "cat"); c.ID != 2 {
+		t.Errorf("cat again: got id %d, want 2", c.ID)
+	}
+	if got := string(f.Value("/p/counter")); got != "2" {
+		t.Errorf("counter: got %q, want 2", got)
+	}
+}
+
+// A txn whose answer was lost, sent again, fails its compare; when the
+// read back then gets no answer either, the watch settles it: the create
+// was applied, so it answers 201, never a failure.
+func TestEtcdStoreReadBackUnansweredInDoubt(t *testing.T) {
+	t.Parallel()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	first := f.Txns() + 1
+	f.SetTxnFault(func(n int) string {
+		switch n - first {
+		case 0:
+			return "apply-then-503"
+		case 2: // the read back after the second send failed its compare
+			return "503"
+		case 3: // and again: now only the watch can tell
+			go f.ReleaseWatches()
+			return "503"
+		}
+		return ""
+	})
+	f.HoldWatches()
+	if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
+		t.Errorf("dog: got id %d, want 1", c.ID)
+	}
+	if n := f.Txns() - first + 1; n != 4 {
+		t.Errorf("txns sent: got %d, want 4 (lost answer, sent again, read back twice)", n)
+	}
+	if got := listString(t, s); got != `[{"id":1,"name":"dog"}]` {
+		t.Errorf("list: got %s", got)
 	}
 }
 

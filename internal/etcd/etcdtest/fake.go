@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -242,6 +243,10 @@ func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
 	ops := in.Failure
 	if ok {
 		ops = in.Success
+	}
+	// A txn that puts nothing makes no revision, as in etcd.
+	writes := slices.ContainsFunc(ops, func(op etcd.Op) bool { return op.RequestPut != nil })
+	if writes {
 		f.rev++
 	}
 	var responses []any
@@ -262,7 +267,7 @@ func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
 			responses = append(responses, map[string]any{"response_range": f.rangeLocked(*op.RequestRange)})
 		}
 	}
-	if ok {
+	if writes {
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
