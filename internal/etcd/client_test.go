@@ -161,10 +161,12 @@ func TestReadTxnIsARead(t *testing.T) {
 	if _, err := c.Txn(ctx, read); !errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("Txn answered 503: got %v, want %v", err, ErrUnknownOutcome)
 	}
-	put := &TxnRequest{Failure: []Op{{RequestPut: &PutRequest{Key: []byte("k"), Value: []byte("v")}}}}
+	put := []Op{{RequestPut: &PutRequest{Key: []byte("k"), Value: []byte("v")}}}
 	before := calls.Load()
-	if _, err := c.ReadTxn(ctx, put); err == nil {
-		t.Error("ReadTxn with a put: got no error")
+	for _, t1 := range []*TxnRequest{{Success: put}, {Failure: put}} {
+		if _, err := c.ReadTxn(ctx, t1); err == nil {
+			t.Errorf("ReadTxn with a put (success %d ops, failure %d): got no error", len(t1.Success), len(t1.Failure))
+		}
 	}
 	if n := calls.Load() - before; n != 0 {
 		t.Errorf("ReadTxn with a put sent %d requests, want 0", n)

@@ -101,18 +101,23 @@ func (s *Etcd) send(ctx context.Context, pending []*pendingCreate, unsure *doubt
 		// would cost etcd's gateway the decoding of its ranges on every
 		// txn, and a txn fails only after a race or a lost answer.
 		ranges, err := s.readBack(ctx, pending)
-		var retry []*pendingCreate
-		if err == nil {
-			retry, err = s.settle(pending, ranges)
-		}
-		if err != nil {
-			if unsure == nil {
-				err = s.downErr(err)
+		switch {
+		case err == nil:
+			retry, err := s.settle(pending, ranges)
+			if err != nil {
+				s.fail(ctx, pending, unsure, err)
+				return nil, nil, true
 			}
-			s.fail(ctx, pending, unsure, err)
-			return nil, nil, true
+			return retry, nil, len(retry) == 0
+		case unsure != nil && errors.Is(err, etcd.ErrUnreachable):
+			// An earlier attempt may still be applied: the watch or
+			// the next send tells, as after a send left unanswered.
+			return pending, unsure, false
+		case unsure == nil:
+			err = s.downErr(err) // this attempt was not applied
 		}
-		return retry, nil, len(retry) == 0
+		s.fail(ctx, pending, unsure, err)
+		return nil, nil, true
 	case errors.Is(err, etcd.ErrUnknownOutcome):
 		if unsure == nil {
 			unsure = &doubt{compareRev: s.counterRev, epoch: epoch, sent: start}

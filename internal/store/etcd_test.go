@@ -225,6 +225,62 @@ func TestEtcdStoreReadBackUnansweredInDoubt(t *testing.T) {
 	}
 }
 
+// A txn left unanswered that was never applied: another instance moved
+// the counter meanwhile, so sent again it fails its compare, and its read
+// back goes unanswered too. The create is not failed: it is sent again,
+// read back, and retried on the fresh counter, and answers 201 with the
+// next id, with no help from the watch (held throughout).
+func TestEtcdStoreReadBackUnansweredInDoubtNeverApplied(t *testing.T) {
+	t.Parallel()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	f.HoldWatches()
+	t.Cleanup(f.ReleaseWatches)
+	// Another instance created "cat" as id 1, unseen by this one.
+	f.Put("/p/counter", []byte("1"))
+	f.Put("/p/names/cat", []byte(`{"id":1,"token":"other"}`))
+	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"cat"}`))
+	first := f.Txns() + 1
+	f.SetTxnFault(func(n int) string {
+		switch n - first {
+		case 0: // answered 503, not applied
+			return "503"
+		case 2, 3: // the read back after the second send failed its compare
+			return "503"
+		}
+		return ""
+	})
+	c, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
+	if err != nil || c.ID != 2 {
+		t.Fatalf("create dog: got id %d, %v; want id 2", c.ID, err)
+	}
+	if got := string(f.Value("/p/counter")); got != "2" {
+		t.Errorf("counter: got %q, want 2", got)
+	}
+}
+
+// A record above the counter (the counter was set back by hand) refuses
+// creates after one txn and its read back, without spinning on them.
+func TestEtcdStoreCounterBehindRefusesWithoutSpinning(t *testing.T) {
+	t.Parallel()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
+	f.HoldWatches() // the cache never learns of the record
+	t.Cleanup(f.ReleaseWatches)
+	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"cat"}`))
+	first := f.Txns()
+	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
+	if !errors.Is(err, errCounterBehind) {
+		t.Errorf("create dog over record 1: got %v, want %v", err, errCounterBehind)
+	}
+	if n := f.Txns() - first; n != 2 {
+		t.Errorf("txns sent: got %d, want 2 (the create's, its read back)", n)
+	}
+	if v := f.Value("/p/categories/0000000000000000001"); string(v) != `{"id":1,"name":"cat"}` {
+		t.Errorf("record 1: got %s, want it untouched", v)
+	}
+}
+
 // A refused connection sends the request to the next endpoint.
 func TestEtcdClientRotatesEndpoints(t *testing.T) {
 	t.Parallel()
