@@ -24,7 +24,9 @@
 # petstore. ETCD=/path/to/etcd picks another etcd binary, PETSTORE=/path/to/
 # petstore a petstore already built.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# DIR, PETSTORE and ETCD may be relative to where this is run from, so the
+# script stays there; only the build runs in the repository.
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 say() { printf '%s\n' "$*" >&2; }
 
@@ -155,7 +157,7 @@ if [ -n "${PETSTORE:-}" ]; then
 	cp "$PETSTORE" "$DIR/petstore"
 else
 	say "building petstore"
-	go build -o "$DIR/petstore" .
+	(cd "$root" && go build -o "$DIR/petstore" .)
 fi
 
 INITIAL="m1=http://127.0.0.1:$PEER1,m2=http://127.0.0.1:$PEER2,m3=http://127.0.0.1:$PEER3"

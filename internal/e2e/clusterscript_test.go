@@ -103,11 +103,22 @@ func (c *clusterScript) exited() bool {
 
 // startClusterScript starts deploy/cluster.sh DIR with etcd; the test's end
 // stops it (SIGTERM: it stops what it started) and kills its process group
-// if it overruns.
+// if it overruns. It runs in DIR's parent and names DIR and the petstore
+// binary relative to it, as someone does who runs it from elsewhere than
+// the repository.
 func startClusterScript(t *testing.T, dir, etcd string) *clusterScript {
 	t.Helper()
-	c := &clusterScript{cmd: exec.Command("deploy/cluster.sh", dir), out: &testkit.LockedBuffer{}, done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "ETCD="+etcd, "PETSTORE="+petstoretest.BinaryPath(t))
+	script, err := filepath.Abs("deploy/cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.Symlink(petstoretest.BinaryPath(t), filepath.Join(parent, "petstore-bin")); err != nil {
+		t.Fatal(err)
+	}
+	c := &clusterScript{cmd: exec.Command(script, filepath.Base(dir)), out: &testkit.LockedBuffer{}, done: make(chan struct{})}
+	c.cmd.Dir = parent
+	c.cmd.Env = append(os.Environ(), "ETCD="+etcd, "PETSTORE=./petstore-bin")
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
