@@ -28,17 +28,19 @@ import (
 // once petstore has stopped listening: nothing was sent then); and every
 // 201 is in the journal after a restart. One race belongs to HTTP/1.1
 // itself, not to petstore: a client that left its keep-alive connection
-// idle from before SIGTERM (on a busy machine a goroutine can wait that
-// long for a CPU) was never told Connection: close, and petstore closes
+// idle from before petstore began to drain (by petstore's log: on a busy
+// machine a signal, and a goroutine, can wait long for a CPU) was never
+// told Connection: close, and petstore closes
 // idle connections half-way through the delay; a request written then on
 // one meets the close. And a connection the kernel took into the listen
 // backlog but petstore, starved, had not accepted is reset when the
 // listener closes. Neither request was read: neither may be stored. RFC 9112 §9.3.1 has clients retry such a request when
 // it is idempotent. Those are counted apart (at most one per client).
 func TestDrainUnderLoad(t *testing.T) {
-	// signalSlack: how long after the test sends SIGTERM petstore may
-	// still answer as if it had not begun to drain.
-	const signalSlack = 250 * time.Millisecond
+	// drainSlack: how long after petstore logs that it drains a client
+	// may still take in an answer petstore wrote before (the client's
+	// goroutine can wait that long for a CPU on a busy machine).
+	const drainSlack = 250 * time.Millisecond
 	t.Parallel()
 	dir := t.TempDir()
 	vars, roots := tlsFiles(t, dir)
@@ -51,9 +53,7 @@ func TestDrainUnderLoad(t *testing.T) {
 	svc := startWith(t, vars)
 	var mu sync.Mutex
 	created := map[string]int64{} // name: id
-	lost := map[string]int{}
-	closed := map[string]string{} // name: why, of the requests excused below
-	idleRaces := 0
+	var failed []failedCreate
 	var sigterm atomic.Int64 // unix nanoseconds; 0 before SIGTERM
 	var wg sync.WaitGroup
 	for c := range 12 {
@@ -93,34 +93,11 @@ func TestDrainUnderLoad(t *testing.T) {
 				}
 				id, err := create(client, svc.URL(""), name, trace)
 				mu.Lock()
-				switch {
-				case err == nil:
+				if err == nil {
 					created[name] = id
-				case wrote.Load() && c%3 != 0 && idleSince.Load() != 0 && idleSince.Load() < sigterm.Load()+signalSlack.Nanoseconds() &&
-					wroteAt.Load() > sigterm.Load()+(idleClose-signalSlack).Nanoseconds() && closedUnanswered(err):
-					// Last used before petstore began to drain (the
-					// signal takes a moment to arrive), written once
-					// petstore closes idle connections, and closed before
-					// an answer: idle until petstore closed it.
-					idleRaces++
-					closed[name] = "an idle connection closed"
-				case wrote.Load() && c%3 != 0 && idleSince.Load() == 0 && wroteAt.Load() > sigterm.Load() && sigterm.Load() != 0 && closedUnanswered(err):
-					// A new connection during the drain that petstore,
-					// its accept loop starved, had not yet accepted
-					// when it closed its listener: the kernel resets
-					// what waits in the backlog.
-					idleRaces++
-					closed[name] = "reset in the listen backlog"
-				case wrote.Load():
-					// When, from SIGTERM: a failure explains itself.
-					since := func(ns int64) string {
-						return time.Duration(ns - sigterm.Load()).Round(time.Millisecond).String()
-					}
-					conn := "a new connection"
-					if idleSince.Load() != 0 {
-						conn = "a connection idle since " + since(idleSince.Load())
-					}
-					lost[fmt.Sprintf("HTTP/2 %v: %s (%s, written at %s)", c%3 == 0, lastWords(err.Error()), conn, since(wroteAt.Load()))]++
+				} else if wrote.Load() {
+					failed = append(failed, failedCreate{name: name, http2: c%3 == 0, err: err,
+						idleSince: idleSince.Load(), wroteAt: wroteAt.Load()})
 				}
 				mu.Unlock()
 			}
@@ -135,6 +112,40 @@ func TestDrainUnderLoad(t *testing.T) {
 		t.Fatal("petstore did not stop within 20 s of SIGTERM")
 	}
 	wg.Wait()
+	// When petstore began to drain, by its own clock (this machine's): a
+	// signal can take long to arrive at a starved process.
+	drainAt := drainLogged(t, svc)
+	lost := map[string]int{}
+	closed := map[string]string{} // name: why, of the requests excused below
+	idleRaces := 0
+	for _, f := range failed {
+		switch {
+		case !f.http2 && f.idleSince != 0 && f.idleSince < drainAt+drainSlack.Nanoseconds() &&
+			f.wroteAt > drainAt+(idleClose-drainSlack).Nanoseconds() && closedUnanswered(f.err):
+			// Last used before petstore began to drain, written once
+			// petstore closes idle connections, and closed before an
+			// answer: idle until petstore closed it.
+			idleRaces++
+			closed[f.name] = "an idle connection closed"
+		case !f.http2 && f.idleSince == 0 && f.wroteAt > sigterm.Load() && closedUnanswered(f.err):
+			// A new connection during the drain that petstore, its
+			// accept loop starved, had not yet accepted when it closed
+			// its listener: the kernel resets what waits in the backlog.
+			idleRaces++
+			closed[f.name] = "reset in the listen backlog"
+		default:
+			// When, from petstore's drain: a failure explains itself.
+			since := func(ns int64) string {
+				return time.Duration(ns - drainAt).Round(time.Millisecond).String()
+			}
+			conn := "a new connection"
+			if f.idleSince != 0 {
+				conn = "a connection idle since " + since(f.idleSince)
+			}
+			lost[fmt.Sprintf("HTTP/2 %v: %s (%s, written at %s from the drain, %s after SIGTERM)", f.http2,
+				lastWords(f.err.Error()), conn, since(f.wroteAt), time.Duration(drainAt-sigterm.Load()).Round(time.Millisecond))]++
+		}
+	}
 	if len(lost) > 0 {
 		t.Errorf("requests petstore began and did not answer, of %d created: %v", len(created), lost)
 	}
@@ -158,6 +169,34 @@ func TestDrainUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d creates answered 201, all stored", len(created))
+}
+
+// failedCreate is a create that went out on a connection petstore accepted
+// and got no answer: when its connection had last been used (unix
+// nanoseconds; 0: a new one) and when it went out.
+type failedCreate struct {
+	name               string
+	http2              bool
+	err                error
+	idleSince, wroteAt int64
+}
+
+// drainLogged returns when petstore logged that it began to drain (unix
+// nanoseconds).
+func drainLogged(t *testing.T, svc *petstoretest.Process) int64 {
+	t.Helper()
+	for _, l := range petstoretest.ParseLogLines(t, strings.Split(strings.TrimSpace(svc.Stderr.String()), "\n")) {
+		if l["msg"] != "draining: not ready, serving on" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["time"]))
+		if err != nil {
+			t.Fatalf("the draining line's time: %v", err)
+		}
+		return at.UnixNano()
+	}
+	t.Fatal("petstore logged no draining line")
+	return 0
 }
 
 // create creates the category name and returns its id; trace follows the
