@@ -1,7 +1,8 @@
 # Sourced by the client checks: start_petstore BINARY KEY LOG starts the
 # binary on a free loopback port with an in-memory store and the key, sets
 # pid and addr, and fails with its log if it does not say it is listening
-# within 10 s. The caller's EXIT trap kills $pid.
+# within 10 s. The caller's EXIT trap kills $pid. (grep -s: the log may not
+# exist yet when the first look comes.)
 start_petstore() {
 	local bin=$1 key=$2 log=$3
 	# Only these PETSTORE_ variables: not CI's PETSTORE_TEST_* nor a developer's own.
@@ -10,7 +11,7 @@ start_petstore() {
 	pid=$!
 	addr=""
 	for _ in $(seq 100); do
-		addr=$(grep -o '"msg":"listening","addr":"[^"]*"' "$log" | sed 's/.*"addr":"\([^"]*\)"/\1/' || true)
+		addr=$(grep -so '"msg":"listening","addr":"[^"]*"' "$log" | sed 's/.*"addr":"\([^"]*\)"/\1/' || true)
 		[ -n "$addr" ] && return 0
 		kill -0 "$pid" || { cat "$log" >&2; return 1; }
 		sleep 0.1
