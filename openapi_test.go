@@ -155,6 +155,31 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Errorf("Error.code's x-extensible-enum has %q, which the service never sends", code)
 		}
 	}
+	// A code no operation's answers name (`code` in a response's
+	// description) is said to be answered elsewhere, and only such a code.
+	named := map[string]bool{}
+	for _, item := range openapitest.At(doc, "paths").(map[string]any) {
+		for _, op := range item.(map[string]any) {
+			responses, _ := openapitest.At(op, "responses").(map[string]any)
+			for _, r := range responses {
+				parts := strings.Split(fmt.Sprint(openapitest.At(r, "description")), "`")
+				for i := 1; i < len(parts); i += 2 {
+					named[parts[i]] = true
+				}
+			}
+		}
+	}
+	elsewhere, _ := openapitest.At(code, "x-answered-elsewhere").(map[string]any)
+	for _, c := range codes {
+		if why, ok := elsewhere[c].(string); named[c] == ok || ok && why == "" {
+			t.Errorf("code %q: named by an operation %v, answered elsewhere %q; want exactly one", c, named[c], why)
+		}
+	}
+	for c := range elsewhere {
+		if !slices.Contains(codes, c) {
+			t.Errorf("x-answered-elsewhere has %q, which is not in x-extensible-enum", c)
+		}
+	}
 }
 
 // Generated clients can live with a later version: no schema of an answer
