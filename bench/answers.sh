@@ -84,11 +84,7 @@ profile() { # petstore | baseline
 			valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$work/$1.cg" "$work/baseline" >/dev/null 2>"$work/$1.log" &
 	fi
 	server=$!
-	for _ in $(seq 1 200); do
-		curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-		kill -0 "$server" 2>/dev/null || { say "$NAME: $1 did not start"; tail -n 5 "$work/$1.log" >&2; exit 1; }
-		sleep 0.1
-	done
+	await_up "http://127.0.0.1:$PORT/healthz" 200 "$work/$1.log"
 	# The bare server answers every GET with these bytes, a page's too.
 	[ "$1" = baseline ] || curl -fs -H "Authorization: Bearer $KEY" "$url" >"$work/list.json"
 	load 1 2000 >/dev/null # warm up: connections, buffers, the heap's size

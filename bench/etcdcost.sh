@@ -92,11 +92,7 @@ count_once() {
 		PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="etcd://127.0.0.1:$ETCD_PORT/cost" \
 			"$work/petstore" >/dev/null 2>"$work/petstore.log" &
 		server=$!
-		for _ in $(seq 1 300); do
-			curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-			kill -0 "$server" 2>/dev/null || { say "$NAME: petstore did not start"; tail -n 5 "$work/petstore.log" >&2; exit 1; }
-			sleep 0.1
-		done
+		await_up "http://127.0.0.1:$PORT/healthz" 300 "$work/petstore.log"
 	fi
 	load "$kind" 1 200 >/dev/null # warm up
 	callgrind_control -z "$etcd_pid" >/dev/null 2>&1

@@ -16,14 +16,6 @@ NAME=bench/gap.sh
 . bench/pair.sh wrk strace taskset curl awk
 awk 'BEGIN { print "{\"format\":\"petstore-categories\",\"version\":1}"
 	for (i = 1; i <= 100; i++) printf "{\"id\":%d,\"name\":\"category-%011d\"}\n", i, i }' >"$work/cats.jsonl"
-up() {
-	for _ in $(seq 1 100); do
-		curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
-		sleep 0.05
-	done
-	say "bench/gap.sh: the server did not start"
-	exit 1
-}
 start() { # petstore | baseline
 	stop
 	if [ "$1" = petstore ]; then
@@ -33,7 +25,7 @@ start() { # petstore | baseline
 		BASELINE_ADDR="127.0.0.1:$PORT" BASELINE_LIST="$work/list.json" taskset -c 0 "$work/baseline" 2>/dev/null &
 	fi
 	server=$!
-	up
+	await_up "http://127.0.0.1:$PORT/healthz"
 }
 ticks() { awk '{ print $14, $15 }' "/proc/$server/stat"; }
 switches() { cat /proc/"$server"/task/*/status | awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print v, n }'; }

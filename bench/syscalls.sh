@@ -19,16 +19,6 @@ NAME=bench-syscalls
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-# wait_up SCHEME: until the server answers /healthz.
-wait_up() {
-	for _ in $(seq 1 100); do
-		kill -0 "$server" 2>/dev/null || { say "bench-syscalls: the server exited at start"; exit 1; }
-		curl -fsk -o /dev/null "$1://127.0.0.1:$PORT/healthz" && return 0
-		sleep 0.1
-	done
-	say "bench-syscalls: the server did not answer within 10 s"
-	exit 1
-}
 # start_petstore SCHEME DATA: petstore with every feature on, its access log
 # to a file.
 start_petstore() {
@@ -38,7 +28,7 @@ start_petstore() {
 	env PETSTORE_ADDR="127.0.0.1:$PORT" PETSTORE_API_KEYS="$KEY" PETSTORE_DATA="$2" "${tls[@]}" \
 		"$work/petstore" 2>"$work/access.log" &
 	server=$!
-	wait_up "$1"
+	await_up "$1://127.0.0.1:$PORT/healthz"
 }
 # start_baseline SCHEME FILE: the bare server answering FILE's bytes.
 start_baseline() {
@@ -47,7 +37,7 @@ start_baseline() {
 	[ "$1" = https ] && tls=(BASELINE_TLS_CERT_FILE="$work/cert.pem" BASELINE_TLS_KEY_FILE="$work/key.pem")
 	env BASELINE_ADDR="127.0.0.1:$PORT" BASELINE_LIST="$2" "${tls[@]}" "$work/baseline" 2>/dev/null &
 	server=$!
-	wait_up "$1"
+	await_up "$1://127.0.0.1:$PORT/healthz"
 }
 # count SCHEME METHOD PATH: N requests on one connection, the server under
 # strace; prints "socket_writes file_writes pwrite64 fdatasync" per request.

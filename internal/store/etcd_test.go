@@ -32,6 +32,15 @@ import (
 // openFakeStore opens an etcd store on the endpoints of cfg (prefix "p"
 // unless it names one), with its log discarded unless opts say otherwise,
 // and closes it at the end of the test.
+// putOtherCreate puts into f, under the prefix p, what another instance's
+// create of name as id 1 leaves: the counter, the name's claim with
+// another token, and the record.
+func putOtherCreate(f *etcdtest.Fake, name string) {
+	f.Put("/p/counter", []byte("1"))
+	f.Put("/p/names/"+strings.ToLower(name), []byte(`{"id":1,"token":"other"}`))
+	f.Put("/p/categories/0000000000000000001", fmt.Appendf(nil, `{"id":1,"name":%q}`, name))
+}
+
 func openFakeStore(t *testing.T, cfg EtcdConfig, opts ...func(*Options)) *Etcd {
 	t.Helper()
 	if cfg.Prefix == "" {
@@ -140,9 +149,7 @@ func TestEtcdStoreLostRace(t *testing.T) {
 	f, srv := etcdtest.NewFake(t, "3.6")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
 	// Another instance created "dog" as id 1.
-	f.Put("/p/counter", []byte("1"))
-	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
-	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
+	putOtherCreate(f, "Dog")
 	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
 	var taken *catalog.NameTakenError
 	if !errors.As(err, &taken) || taken.ID != 1 || taken.Stored != "" && taken.Stored != "Dog" {
@@ -162,9 +169,7 @@ func TestEtcdStoreReadBackUnanswered(t *testing.T) {
 	f, srv := etcdtest.NewFake(t, "3.4")
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
 	// Another instance created "dog" as id 1, unseen by this one's writer.
-	f.Put("/p/counter", []byte("1"))
-	f.Put("/p/names/dog", []byte(`{"id":1,"token":"other"}`))
-	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"Dog"}`))
+	putOtherCreate(f, "Dog")
 	// The create's txn fails its compare; the two after it are its read
 	// back, on the one endpoint twice.
 	first := f.Txns() + 1
@@ -237,9 +242,7 @@ func TestEtcdStoreReadBackUnansweredInDoubtNeverApplied(t *testing.T) {
 	f.HoldWatches()
 	t.Cleanup(f.ReleaseWatches)
 	// Another instance created "cat" as id 1, unseen by this one.
-	f.Put("/p/counter", []byte("1"))
-	f.Put("/p/names/cat", []byte(`{"id":1,"token":"other"}`))
-	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"cat"}`))
+	putOtherCreate(f, "cat")
 	first := f.Txns() + 1
 	f.SetTxnFault(func(n int) string {
 		switch n - first {
