@@ -33,6 +33,7 @@ func TestEtcdForeignData(t *testing.T) {
 
 	t.Run("counter set back", func(t *testing.T) { testCounterSetBack(t, cluster, client) })
 	t.Run("record at the next id", func(t *testing.T) { testRecordAtNextID(t, cluster, client) })
+	t.Run("a key among the record keys", func(t *testing.T) { testKeyAmongRecords(t, cluster, client) })
 	t.Run("counter at the largest id and back", func(t *testing.T) { testCounterExhaustedAndBack(t, cluster, client) })
 	t.Run("invalid records", func(t *testing.T) { testInvalidRecords(t, cluster, client) })
 	t.Run("large values", func(t *testing.T) { testLargeValues(t, cluster, client) })
@@ -196,6 +197,23 @@ func testRecordAtNextID(t *testing.T, cluster *etcdtest.Cluster, client *http.Cl
 	wantCreateStatus(t, client, svc.url(""), "b", http.StatusInternalServerError)
 	foreignDelete(t, cluster, categoryKey("next", 2))
 	mustCreateVia(t, client, svc.url(""), "b", 2)
+}
+
+// A key that is no record's among the record keys above the counter (here
+// between the keys of ids 2 and 3) fails the compare of the range of a
+// batch's records, as etcd applies it: petstore then compares each record
+// key, and creates go on, over neither that key nor a record.
+func testKeyAmongRecords(t *testing.T, cluster *etcdtest.Cluster, client *http.Client) {
+	svc := startRun(t, baseEnv(cluster.Data("among")))
+	mustCreateVia(t, client, svc.url(""), "a", 1)
+	foreign := categoryKey("among", 2) + "0"
+	foreignPut(t, cluster, foreign, []byte("not a record"))
+	for i, name := range []string{"b", "c", "d"} {
+		mustCreateVia(t, client, svc.url(""), name, int64(i+2))
+	}
+	if got := foreignGet(t, cluster, foreign); string(got) != "not a record" {
+		t.Fatalf("the foreign key holds %q, want it untouched", got)
+	}
 }
 
 // A counter at the largest id answers 500 without wrapping; set back to

@@ -88,6 +88,7 @@ type (
 		Target         string `json:"target"` // CREATE, MOD
 		Result         string `json:"result"` // EQUAL
 		Key            []byte `json:"key"`
+		RangeEnd       []byte `json:"range_end,omitempty"` // every key of [Key, RangeEnd) is compared; none compares as 0
 		CreateRevision *int64 `json:"create_revision,omitempty"`
 		ModRevision    *int64 `json:"mod_revision,omitempty"`
 	}

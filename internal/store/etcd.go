@@ -28,9 +28,10 @@ import (
 //	categories/<id, 19 digits> the Category JSON exactly as the API serves it
 //
 // Writes: the creates waiting on this instance share one txn (group
-// commit). It compares the counter's mod_revision with the one last seen
-// and the create_revision of every name key and record key with 0, and
-// puts the counter, the name keys and the records together; so ids are
+// commit). It compares the counter's mod_revision with the one last seen,
+// the create_revision of every name key with 0, and that of every key of
+// the range of its records' keys with 0 (none there), and puts the
+// counter, the name keys and the records together; so ids are
 // consecutive across all instances, names unique, and no record is ever
 // overwritten. A 201 means etcd acknowledged the txn (a quorum has it on
 // disk).
@@ -51,13 +52,14 @@ type Etcd struct {
 	// The writer goroutine's view of the counter: the last id and the
 	// counter key's mod_revision (0 while it does not exist). A stale view
 	// costs one failed txn, and a read back that brings the fresh one.
-	counter    int64
-	counterRev int64
-	counterBad bool   // the counter key holds something other than an id
-	blocked    bool   // a key categories/<counter+1 or more> exists
-	refusing   string // why creates are refused, as last logged; "" while they are not
-	seen       map[string]struct{}
-	lease      etcdLease // for Idempotency-Keys; the writer goroutine's
+	counter     int64
+	counterRev  int64
+	counterBad  bool   // the counter key holds something other than an id
+	blocked     bool   // a key categories/<counter+1 or more> exists
+	compareEach bool   // a key that is no record's lies among the record keys: see buildTxn
+	refusing    string // why creates are refused, as last logged; "" while they are not
+	seen        map[string]struct{}
+	lease       etcdLease // for Idempotency-Keys; the writer goroutine's
 	// createTimeout bounds a create batch, settling included:
 	// etcdCreateTimeout (tests shorten it).
 	createTimeout time.Duration

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,6 +283,92 @@ func TestEtcdStoreCounterBehindRefusesWithoutSpinning(t *testing.T) {
 	}
 	if v := f.Value("/p/categories/0000000000000000001"); string(v) != `{"id":1,"name":"cat"}` {
 		t.Errorf("record 1: got %s, want it untouched", v)
+	}
+}
+
+// A batch's txn guards its records with one compare of the range of their
+// keys, ending at the end of the category keys when the batch takes the
+// largest id; once a key that is no record's was found among them, with a
+// compare of each record key.
+func TestEtcdTxnComparesRecordRange(t *testing.T) {
+	t.Parallel()
+	s := &Etcd{keys: newEtcdKeys("p")}
+	batch := func(n int) []*pendingCreate {
+		pending := make([]*pendingCreate, n)
+		for i := range pending {
+			name := fmt.Sprintf("n%d", i)
+			pending[i] = &pendingCreate{req: &createRequest{nc: catalog.NewCategory{Name: name}, key: name}, token: "t"}
+		}
+		return pending
+	}
+	// records returns the create compares of a txn's keys other than names.
+	records := func(txn *etcd.TxnRequest) []string {
+		var out []string
+		for _, c := range txn.Compare {
+			if c.Target == "CREATE" && !bytes.HasPrefix(c.Key, s.keys.names) {
+				out = append(out, fmt.Sprintf("%s..%s", c.Key, c.RangeEnd))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		counter     int64
+		n           int
+		compareEach bool
+		want        []string
+	}{
+		{counter: 5, n: 3, want: []string{"/p/categories/0000000000000000006../p/categories/0000000000000000009"}},
+		{counter: 0, n: 1, want: []string{"/p/categories/0000000000000000001../p/categories/0000000000000000002"}},
+		{counter: math.MaxInt64 - 2, n: 2, want: []string{"/p/categories/9223372036854775806../p/categories0"}},
+		{counter: 5, n: 2, compareEach: true, want: []string{"/p/categories/0000000000000000006..", "/p/categories/0000000000000000007.."}},
+	} {
+		s.counter, s.compareEach = tc.counter, tc.compareEach
+		txn := s.buildTxn(batch(tc.n))
+		if got := records(txn); !slices.Equal(got, tc.want) {
+			t.Errorf("counter %d, %d creates, compare each %v: record compares %q, want %q", tc.counter, tc.n, tc.compareEach, got, tc.want)
+		}
+		if got, want := len(txn.Compare), 1+tc.n+len(tc.want); got != want {
+			t.Errorf("counter %d, %d creates: %d compares, want %d (the counter, each name, the records)", tc.counter, tc.n, got, want)
+		}
+	}
+}
+
+// A key another writer made up among the record keys above the counter
+// fails the range compare of every batch that covers it, though it is no
+// record: the create that found it is read back, sent again with a compare
+// of each record key, and answered 201, as are the next in one txn each;
+// the key is left untouched, and a warning names it once.
+func TestEtcdStoreForeignKeyAmongRecords(t *testing.T) {
+	t.Parallel()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	logs := &lockedBuffer{}
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}}, withStoreLog(logs))
+	const foreign = "/p/categories/00000000000000000010" // between the keys of ids 1 and 2
+	f.Put(foreign, []byte("not a record"))
+	first := f.Txns()
+	if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
+		t.Errorf("dog: got id %d, want 1", c.ID)
+	}
+	if n := f.Txns() - first; n != 3 {
+		t.Errorf("txns for the first create: got %d, want 3 (refused by the range, read back, sent again)", n)
+	}
+	first = f.Txns()
+	for i, name := range []string{"cat", "eel"} {
+		if c := mustStoreCreate(t, s, name); c.ID != int64(i+2) {
+			t.Errorf("%s: got id %d, want %d", name, c.ID, i+2)
+		}
+	}
+	if n := f.Txns() - first; n != 2 {
+		t.Errorf("txns for the next two creates: got %d, want 2", n)
+	}
+	if v := f.Value(foreign); string(v) != "not a record" {
+		t.Errorf("the foreign key holds %q, want it untouched", v)
+	}
+	if n := strings.Count(logs.String(), "creates now compare each category key"); n != 1 {
+		t.Errorf("warnings: got %d, want 1; log:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), foreign) {
+		t.Errorf("the warning does not name %s; log:\n%s", foreign, logs.String())
 	}
 }
 

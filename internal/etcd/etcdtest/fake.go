@@ -17,8 +17,9 @@ import (
 )
 
 // Fake is an etcd JSON gateway over a map, enough for petstore: range, txn
-// (MOD and CREATE compares), watch, lease grant, authenticate. It writes 3.4's shapes,
-// or 3.6's (indented, other error bodies) when style is "3.6".
+// (MOD and CREATE compares, of a key or a range), watch, lease grant,
+// authenticate. It writes 3.4's shapes, or 3.6's (indented, other error
+// bodies) when style is "3.6".
 type Fake struct {
 	t     testing.TB
 	style string
@@ -216,28 +217,32 @@ func (f *Fake) serveTxnLocked(w http.ResponseWriter, body []byte) {
 func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
 	ok := true
 	for _, c := range in.Compare {
-		kv := f.kvs[string(c.Key)]
-		var got int64
-		var want *int64
-		switch c.Target {
-		case "MOD":
-			want = c.ModRevision
-			if kv != nil {
-				got = kv.mod
-			}
-		case "CREATE":
+		want := c.ModRevision
+		if c.Target == "CREATE" {
 			want = c.CreateRevision
-			if kv != nil {
-				got = kv.create
-			}
-		default:
-			f.t.Errorf("fake etcd: compare target %q not supported", c.Target)
 		}
-		if c.Result != "EQUAL" || want == nil {
+		if c.Target != "MOD" && c.Target != "CREATE" || c.Result != "EQUAL" || want == nil {
 			f.t.Errorf("fake etcd: compare %+v not supported", c)
-		}
-		if want == nil || got != *want {
 			ok = false
+			continue
+		}
+		// As etcd: with a range_end, every key of [key, range_end) is
+		// compared, and a range with no key compares as one key absent.
+		var kvs []*kv
+		for k, e := range f.kvs {
+			if k == string(c.Key) || len(c.RangeEnd) > 0 && k > string(c.Key) && k < string(c.RangeEnd) {
+				kvs = append(kvs, e)
+			}
+		}
+		if len(kvs) == 0 {
+			kvs = append(kvs, &kv{})
+		}
+		for _, e := range kvs {
+			got := e.mod
+			if c.Target == "CREATE" {
+				got = e.create
+			}
+			ok = ok && got == *want
 		}
 	}
 	ops := in.Failure
