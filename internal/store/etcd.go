@@ -114,8 +114,11 @@ type Etcd struct {
 
 // etcdMaxBatch bounds the creates of one txn. etcd allows 128 operations in
 // each of a txn's lists (--max-txn-ops); a batch of n creates with
-// Idempotency-Keys needs 1+3n compares, 1+3n puts and 2n+2 ranges:
-// 1+3·40 = 121.
+// Idempotency-Keys needs 2+2n compares (1+3n while each record key is
+// compared, see buildTxn), 1+3n puts and 2n+2 ranges: 1+3·40 = 121. The
+// read back after a failed txn reads the etcdMaxBatch record keys above
+// the counter, so it sees every key a batch's compare of its records
+// covers.
 const etcdMaxBatch = 40
 
 // Time bounds of the etcd store.

@@ -56,8 +56,8 @@ func (k etcdKeys) idempotencyKey(ik *catalog.IdempotencyKey) []byte {
 // idOf returns the id in a category key, or false for another key.
 func (k etcdKeys) idOf(key []byte) (int64, bool) {
 	digits, ok := bytes.CutPrefix(key, k.categories)
-	if !ok || len(digits) != 19 {
-		return 0, false
+	if !ok || len(digits) != 19 || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false // ParseInt would take a sign: "+000000000000000005" is no key of id 5
 	}
 	id, err := strconv.ParseInt(string(digits), 10, 64)
 	return id, err == nil && id > 0

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,17 @@ func putOtherCreate(f *etcdtest.Fake, name string) {
 	f.Put("/p/counter", []byte("1"))
 	f.Put("/p/names/"+strings.ToLower(name), []byte(`{"id":1,"token":"other"}`))
 	f.Put("/p/categories/0000000000000000001", fmt.Appendf(nil, `{"id":1,"name":%q}`, name))
+}
+
+// openUnwatchedFakeStore opens a store on a fake gateway of etcd 3.4 whose
+// watches are held: the cache learns nothing of what is put after.
+func openUnwatchedFakeStore(t *testing.T, opts ...func(*Options)) (*etcdtest.Fake, *Etcd) {
+	t.Helper()
+	f, srv := etcdtest.NewFake(t, "3.4")
+	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}}, opts...)
+	f.HoldWatches()
+	t.Cleanup(f.ReleaseWatches)
+	return f, s
 }
 
 func openFakeStore(t *testing.T, cfg EtcdConfig, opts ...func(*Options)) *Etcd {
@@ -268,10 +280,7 @@ func TestEtcdStoreReadBackUnansweredInDoubtNeverApplied(t *testing.T) {
 // creates after one txn and its read back, without spinning on them.
 func TestEtcdStoreCounterBehindRefusesWithoutSpinning(t *testing.T) {
 	t.Parallel()
-	f, srv := etcdtest.NewFake(t, "3.4")
-	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}})
-	f.HoldWatches() // the cache never learns of the record
-	t.Cleanup(f.ReleaseWatches)
+	f, s := openUnwatchedFakeStore(t)
 	f.Put("/p/categories/0000000000000000001", []byte(`{"id":1,"name":"cat"}`))
 	first := f.Txns()
 	_, err := s.Create(context.Background(), catalog.NewCategory{Name: "dog"})
@@ -335,9 +344,9 @@ func TestEtcdTxnComparesRecordRange(t *testing.T) {
 
 // A key another writer made up among the record keys above the counter
 // fails the range compare of every batch that covers it, though it is no
-// record: the create that found it is read back, sent again with a compare
-// of each record key, and answered 201, as are the next in one txn each;
-// the key is left untouched, and a warning names it once.
+// record. The read back after the first such txn finds it: a warning names
+// it, once, however many txns fail later, and each record key is compared
+// from then on, so creates go on in one txn each, never over a record.
 func TestEtcdStoreForeignKeyAmongRecords(t *testing.T) {
 	t.Parallel()
 	f, srv := etcdtest.NewFake(t, "3.4")
@@ -345,17 +354,23 @@ func TestEtcdStoreForeignKeyAmongRecords(t *testing.T) {
 	s := openFakeStore(t, EtcdConfig{Endpoints: []string{srv.URL}}, withStoreLog(logs))
 	const foreign = "/p/categories/00000000000000000010" // between the keys of ids 1 and 2
 	f.Put(foreign, []byte("not a record"))
+	// A name claimed with no record: each create of it fails its txn, and
+	// leaves the counter where it was.
+	f.Put("/p/names/zebra", []byte(`{"id":9,"token":"other"}`))
 	first := f.Txns()
-	if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
-		t.Errorf("dog: got id %d, want 1", c.ID)
+	for range 2 {
+		var taken *catalog.NameTakenError
+		if _, err := s.Create(context.Background(), catalog.NewCategory{Name: "zebra"}); !errors.As(err, &taken) {
+			t.Fatalf("create zebra: got %v, want the name taken", err)
+		}
 	}
-	if n := f.Txns() - first; n != 3 {
-		t.Errorf("txns for the first create: got %d, want 3 (refused by the range, read back, sent again)", n)
+	if n := f.Txns() - first; n != 4 {
+		t.Errorf("txns for two creates of a claimed name: got %d, want 4 (each refused, read back)", n)
 	}
 	first = f.Txns()
-	for i, name := range []string{"cat", "eel"} {
-		if c := mustStoreCreate(t, s, name); c.ID != int64(i+2) {
-			t.Errorf("%s: got id %d, want %d", name, c.ID, i+2)
+	for i, name := range []string{"dog", "cat"} {
+		if c := mustStoreCreate(t, s, name); c.ID != int64(i+1) {
+			t.Errorf("%s: got id %d, want %d", name, c.ID, i+1)
 		}
 	}
 	if n := f.Txns() - first; n != 2 {
@@ -369,6 +384,76 @@ func TestEtcdStoreForeignKeyAmongRecords(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), foreign) {
 		t.Errorf("the warning does not name %s; log:\n%s", foreign, logs.String())
+	}
+	// A record at the next id, which the cache does not know: compared on
+	// its own, it refuses the create.
+	f.HoldWatches()
+	t.Cleanup(f.ReleaseWatches)
+	wantRefusedOver(t, f, s, "owl", 3, "eel")
+}
+
+// wantRefusedOver puts the record of id, named held, where s's cache does
+// not see it (its watch held), and checks that a create of name is refused
+// as the counter being behind, and leaves the record as it was.
+func wantRefusedOver(t *testing.T, f *etcdtest.Fake, s *Etcd, name string, id int64, held string) {
+	t.Helper()
+	key := fmt.Sprintf("/p/categories/%019d", id)
+	record := catalog.Category{ID: id, Name: held}.AppendJSON(nil)
+	f.Put(key, record)
+	if _, err := s.Create(context.Background(), catalog.NewCategory{Name: name}); !errors.Is(err, errCounterBehind) {
+		t.Errorf("create %s over record %d: got %v, want %v", name, id, err, errCounterBehind)
+	}
+	if v := f.Value(key); !bytes.Equal(v, record) {
+		t.Errorf("record %d: got %s, want it untouched", id, v)
+	}
+}
+
+// The range a txn compares is its batch's ids, no more and no less: a
+// record far above them does not refuse it, and one at the largest id
+// refuses a create of that id.
+func TestEtcdStoreRecordRangeBounds(t *testing.T) {
+	t.Parallel()
+	t.Run("record far above", func(t *testing.T) {
+		t.Parallel()
+		f, s := openUnwatchedFakeStore(t)
+		f.Put("/p/categories/0000000000000000050", []byte(`{"id":50,"name":"cat"}`))
+		first := f.Txns()
+		if c := mustStoreCreate(t, s, "dog"); c.ID != 1 {
+			t.Errorf("dog: got id %d, want 1", c.ID)
+		}
+		if n := f.Txns() - first; n != 1 {
+			t.Errorf("txns: got %d, want 1", n)
+		}
+	})
+	t.Run("record at the largest id", func(t *testing.T) {
+		t.Parallel()
+		f, s := openUnwatchedFakeStore(t, func(o *Options) { o.MaxCategories = math.MaxInt64 })
+		f.Put("/p/counter", []byte(strconv.FormatInt(math.MaxInt64-1, 10)))
+		wantRefusedOver(t, f, s, "dog", math.MaxInt64, "cat")
+	})
+}
+
+// Only the key petstore writes for an id is that id's record key: 19
+// digits, no sign.
+func TestEtcdKeysIDOf(t *testing.T) {
+	t.Parallel()
+	keys := newEtcdKeys("p")
+	for key, want := range map[string]int64{
+		"/p/categories/0000000000000000005":  5,
+		"/p/categories/9223372036854775807":  math.MaxInt64,
+		"/p/categories/+000000000000000005":  0,
+		"/p/categories/-000000000000000005":  0,
+		"/p/categories/0000000000000000000":  0,
+		"/p/categories/00000000000000000050": 0,
+		"/p/categories/000000000000000005":   0,
+		"/p/categories/9223372036854775808":  0,
+		"/p/categories/00000000000000000a5":  0,
+		"/q/categories/0000000000000000005":  0,
+	} {
+		id, ok := keys.idOf([]byte(key))
+		if ok != (want != 0) || id != want && ok {
+			t.Errorf("idOf(%s): got %d, %v; want %d", key, id, ok, want)
+		}
 	}
 }
 

@@ -92,11 +92,25 @@ func (f *Fake) fail(w http.ResponseWriter, status, code int, msg string) {
 	f.write(w, status, map[string]any{"error": msg, "message": msg, "code": code})
 }
 
+// inRange reports whether k is among the keys a request of key and
+// range_end names, as etcd reads them: key alone without a range_end;
+// with one, [key, range_end), every key from key on for "\x00", and none
+// when range_end is not above key.
+func inRange(k string, key, end []byte) bool {
+	switch {
+	case len(end) == 0:
+		return k == string(key)
+	case string(end) == "\x00":
+		return k >= string(key)
+	}
+	return k >= string(key) && k < string(end)
+}
+
 // rangeLocked answers a range; zero values omitted, as etcd does.
 func (f *Fake) rangeLocked(r etcd.RangeRequest) map[string]any {
 	var keys []string
 	for k := range f.kvs {
-		if k == string(r.Key) || len(r.RangeEnd) > 0 && k >= string(r.Key) && k < string(r.RangeEnd) {
+		if inRange(k, r.Key, r.RangeEnd) {
 			keys = append(keys, k)
 		}
 	}
@@ -230,7 +244,7 @@ func (f *Fake) txnLocked(in etcd.TxnRequest) map[string]any {
 		// compared, and a range with no key compares as one key absent.
 		var kvs []*kv
 		for k, e := range f.kvs {
-			if k == string(c.Key) || len(c.RangeEnd) > 0 && k > string(c.Key) && k < string(c.RangeEnd) {
+			if inRange(k, c.Key, c.RangeEnd) {
 				kvs = append(kvs, e)
 			}
 		}
@@ -320,7 +334,7 @@ func (f *Fake) serveWatch(w http.ResponseWriter, r *http.Request, m *FakeMember)
 	for {
 		var events []any
 		for _, e := range f.events {
-			if e.kv.mod >= next && e.key >= string(cr.Key) && e.key < string(cr.RangeEnd) {
+			if e.kv.mod >= next && inRange(e.key, cr.Key, cr.RangeEnd) {
 				events = append(events, map[string]any{"kv": f.kvJSON(e.key, &e.kv)}) // a put: no "type"
 			}
 		}
