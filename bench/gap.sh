@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # bench/gap.sh: where a GET of the list of 100 costs petstore more than the
 # bare server (bench/baseline) answering the same bytes. Each server runs
-# pinned to CPU 0, wrk to CPU 1 (64 connections, DURATION); for each, per
+# pinned to CPU 0, wrk to CPU 1 (64 connections, DURATION), the two
+# alternating for ROUNDS rounds (then the medians); for each, per
 # answer: CPU time in user space and in the kernel (from /proc/PID/stat),
-# context switches of all its threads (/proc/PID/task/*/status), and, in a
-# second, shorter run under strace -c -f, the system calls of every kind.
+# context switches of all its threads (/proc/PID/task/*/status), the TCP
+# segments sent (nstat), and, in a second, shorter run under strace -c -f,
+# the system calls of every kind.
 # Time per answer moves with the machine; the system calls do not.
 #
-#   bench/gap.sh                 # DURATION=5s
+#   bench/gap.sh                 # ROUNDS=3 DURATION=5s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-18097}
 NAME=bench/gap.sh
 . bench/pair.sh wrk strace taskset curl awk
@@ -33,19 +36,44 @@ hz=$(getconf CLK_TCK)
 
 start petstore
 curl -fs -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" >"$work/list.json"
-printf '%-10s %10s %12s %12s %10s %10s\n' server "answers/s" "user µs/ans" "sys µs/ans" "vol cs/ans" "inv cs/ans"
-for who in petstore baseline; do
-	start "$who"
-	read -r u0 s0 < <(ticks)
-	read -r v0 n0 < <(switches)
-	rps=$(taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" |
-		awk '/^Requests\/sec/ { print $2 } /^ +[0-9]+ requests in/ { print "n", $1 > "/dev/stderr" }' 2>"$work/n")
-	read -r u1 s1 < <(ticks)
-	read -r v1 n1 < <(switches)
-	n=$(awk '{ print $2 }' "$work/n")
-	awk -v who="$who" -v rps="$rps" -v n="$n" -v hz="$hz" -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v v="$((v1 - v0))" -v nv="$((n1 - n0))" \
-		'BEGIN { printf "%-10s %10.0f %12.2f %12.2f %10.3f %10.3f\n", who, rps, u / hz * 1e6 / n, s / hz * 1e6 / n, v / n, nv / n }'
+# segments: TCP segments sent on the machine, both ends of the loopback
+# connections (nstat, from iproute2; "-" without it).
+export NSTAT_HISTORY="$work/nstat"
+segments() { if command -v nstat >/dev/null; then nstat "$@" TcpOutSegs | awk '$1 == "TcpOutSegs" { print $2 }'; fi; }
+printf '%-10s %10s %12s %12s %10s %10s %10s\n' server "answers/s" "user µs/ans" "sys µs/ans" "vol cs/ans" "inv cs/ans" "segs/ans"
+for round in $(seq 1 "$ROUNDS"); do
+	for who in petstore baseline; do
+		start "$who"
+		segments -n
+		read -r u0 s0 < <(ticks)
+		read -r v0 n0 < <(switches)
+		rps=$(taskset -c 1 wrk -t1 -c64 -d"$DURATION" -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" |
+			awk '/^Requests\/sec/ { print $2 } /^ +[0-9]+ requests in/ { print "n", $1 > "/dev/stderr" }' 2>"$work/n")
+		read -r u1 s1 < <(ticks)
+		read -r v1 n1 < <(switches)
+		segs=$(segments)
+		n=$(awk '{ print $2 }' "$work/n")
+		awk -v who="$who" -v rps="$rps" -v n="$n" -v hz="$hz" -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v v="$((v1 - v0))" -v nv="$((n1 - n0))" -v segs="${segs:--}" \
+			'BEGIN { printf "%-10s %10.0f %12.2f %12.2f %10.3f %10.3f %10s\n", who, rps, u / hz * 1e6 / n, s / hz * 1e6 / n, v / n, nv / n, segs == "-" ? "-" : sprintf("%.2f", segs / n) }' |
+			tee -a "$work/rounds"
+	done
 done
+if [ "$ROUNDS" -gt 1 ]; then
+	echo "medians of the $ROUNDS rounds:"
+	for who in petstore baseline; do
+		awk -v who="$who" '$1 == who' "$work/rounds" | awk -v who="$who" '
+			{ for (i = 2; i <= NF; i++) v[i, NR] = $i; cols = NF }
+			END {
+				line = sprintf("%-10s", who)
+				for (i = 2; i <= cols; i++) {
+					for (j = 1; j <= NR; j++) x[j] = v[i, j]
+					for (a = 2; a <= NR; a++) for (b = a; b > 1 && x[b - 1] + 0 > x[b] + 0; b--) { t = x[b]; x[b] = x[b - 1]; x[b - 1] = t }
+					line = line sprintf(i == 2 ? " %10s" : i < 5 ? " %12s" : " %10s", x[int((NR + 1) / 2)])
+				}
+				print line
+			}'
+	done
+fi
 echo
 echo "system calls per answer (strace -c -f, 8 connections for 3 s):"
 for who in petstore baseline; do
