@@ -470,9 +470,10 @@ func (s *Etcd) settle(pending []*pendingCreate, ranges []*etcd.RangeResponse) ([
 	above := ranges[len(ranges)-2].Kvs
 	blocked := counter.rev == s.counterRev && s.firstID(above) != 0
 	if i := slices.IndexFunc(above, func(kv etcd.KV) bool { _, ok := s.keys.idOf(kv.Key); return !ok }); i >= 0 && !s.compareEach {
-		// A key another writer made up lies among the record keys the
-		// range compare covers, and fails it whatever the batch: compare
-		// each record key from now on, as that key is no record.
+		// A key another writer made up lies among the record keys above
+		// the counter, where it fails the range compare of every batch
+		// that covers it, though it is no record: compare each record key
+		// from now on (until a restart).
 		s.compareEach = true
 		s.log.Warn("etcd: a key that is not a category's lies among the category keys above the counter; creates now compare each category key", "key", textcut.Truncate(string(above[i].Key), 80))
 	}
