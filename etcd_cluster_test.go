@@ -196,6 +196,17 @@ func TestEtcdTwoInstances(t *testing.T) {
 				t.Errorf("name Race-%d: %d answers 201, want exactly 1", i, n)
 			}
 		}
+		if t.Failed() {
+			// What each instance logged beyond its access lines: why a
+			// create got another answer.
+			for i, svc := range []*service{a, b} {
+				for _, line := range strings.Split(svc.stderr.String(), "\n") {
+					if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+						t.Logf("instance %d: %s", i, petstoretest.Redact(line))
+					}
+				}
+			}
+		}
 	})
 
 	t.Run("idempotency key replays on the other instance", func(t *testing.T) {
