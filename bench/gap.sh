@@ -61,17 +61,11 @@ done
 if [ "$ROUNDS" -gt 1 ]; then
 	echo "medians of the $ROUNDS rounds:"
 	for who in petstore baseline; do
-		awk -v who="$who" '$1 == who' "$work/rounds" | awk -v who="$who" '
-			{ for (i = 2; i <= NF; i++) v[i, NR] = $i; cols = NF }
-			END {
-				line = sprintf("%-10s", who)
-				for (i = 2; i <= cols; i++) {
-					for (j = 1; j <= NR; j++) x[j] = v[i, j]
-					for (a = 2; a <= NR; a++) for (b = a; b > 1 && x[b - 1] + 0 > x[b] + 0; b--) { t = x[b]; x[b] = x[b - 1]; x[b - 1] = t }
-					line = line sprintf(i == 2 ? " %10s" : i < 5 ? " %12s" : " %10s", x[int((NR + 1) / 2)])
-				}
-				print line
-			}'
+		m=()
+		for col in 2 3 4 5 6 7; do # the middle value of each column
+			m+=("$(awk -v who="$who" -v c="$col" '$1 == who { print $c }' "$work/rounds" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')")
+		done
+		printf '%-10s %10s %12s %12s %10s %10s %10s\n' "$who" "${m[@]}"
 	done
 fi
 echo
