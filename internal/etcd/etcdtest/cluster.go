@@ -87,7 +87,7 @@ func freePorts(t testing.TB, n int) []int {
 // the test.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := startCluster(t, t.TempDir())
+	c := startCluster(t, t.TempDir(), nil)
 	t.Cleanup(c.kill)
 	c.WaitHealthy(t, 30*time.Second)
 	return c
@@ -113,7 +113,7 @@ func Shared(t testing.TB) *Cluster {
 			t.Fatal(err)
 		}
 		shared.dir = dir
-		shared.c = startCluster(t, dir)
+		shared.c = startCluster(t, dir, calm)
 	})
 	if shared.c == nil {
 		t.Fatal("the shared etcd cluster did not start (see the test that started it)")
@@ -133,8 +133,18 @@ func StopShared() {
 	}
 }
 
-// startCluster starts three members with their data in dir.
-func startCluster(t testing.TB, dir string) *Cluster {
+// calm are the timings of the shared cluster, which no test stops a member
+// of: etcd's defaults (a heartbeat every 100 ms, an election after 1 s
+// without one) make a member whose process waits a second for a CPU, as
+// happens under the race detector on a busy two-CPU machine, start an
+// election; its writes then stall for the election, long enough for
+// petstore's 2 s deadline on them. Tests that stop members start clusters
+// of their own, on the defaults, so that a leader is replaced quickly.
+var calm = []string{"--heartbeat-interval", "250", "--election-timeout", "5000"}
+
+// startCluster starts three members with their data in dir, passing each
+// the flags extra too.
+func startCluster(t testing.TB, dir string, extra []string) *Cluster {
 	t.Helper()
 	bin := Binary(t)
 	const n = 3
@@ -155,6 +165,7 @@ func startCluster(t testing.TB, dir string) *Cluster {
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", fmt.Sprintf("petstore-test-%d", ports[0]),
 		}}
+		m.args = append(m.args, extra...)
 		c.members = append(c.members, m)
 		m.Start(t)
 	}
