@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/gap.sh: where an answer costs petstore more than the bare server
 # (bench/baseline). Each server runs pinned to CPU 0, wrk to CPU 1
-# (64 connections, DURATION), the contestants alternating for ROUNDS rounds
+# (CONNS connections, DURATION), the contestants alternating for ROUNDS rounds
 # (then the medians); for each, per answer: CPU time in user space and in
 # the kernel (from /proc/PID/stat), context switches of all its threads
 # (/proc/PID/task/*/status), the TCP segments sent (nstat), and, in a
@@ -13,12 +13,13 @@
 #   bench/gap.sh                 # GET of the list of 100: petstore, baseline
 #   bench/gap.sh create          # creates: petstore durable (a fresh journal
 #                                # each run), petstore :memory:, baseline
-#   ROUNDS=3 DURATION=5s are the defaults.
+#   ROUNDS=3 DURATION=5s CONNS=64 are the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-list}
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
 PORT=${PORT:-18097}
 NAME=bench/gap.sh
 case "$MODE" in
@@ -63,7 +64,7 @@ curl -fs -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/categories" 
 # connections (nstat, from iproute2; "-" without it).
 export NSTAT_HISTORY="$work/nstat"
 segments() { if command -v nstat >/dev/null; then nstat "$@" TcpOutSegs | awk '$1 == "TcpOutSegs" { print $2 }'; fi; }
-echo "$MODE, 64 connections, $ROUNDS rounds of $DURATION:"
+echo "$MODE, $CONNS connections, $ROUNDS rounds of $DURATION:"
 header() { printf '%-10s %10s %12s %12s %10s %10s %10s %8s %8s\n' server "answers/s" "user µs/ans" "sys µs/ans" "vol cs/ans" "inv cs/ans" "segs/ans" "idle %" "iowait %"; }
 header
 for round in $(seq 1 "$ROUNDS"); do
@@ -73,7 +74,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		read -r u0 s0 < <(ticks)
 		read -r v0 n0 < <(switches)
 		read -r i0 w0 a0 < <(cpu0)
-		rps=$(load 64 "$DURATION" | awk '/^Requests\/sec/ { print $2 } /^ +[0-9]+ requests in/ { print "n", $1 > "/dev/stderr" }' 2>"$work/n")
+		rps=$(load "$CONNS" "$DURATION" | awk '/^Requests\/sec/ { print $2 } /^ +[0-9]+ requests in/ { print "n", $1 > "/dev/stderr" }' 2>"$work/n")
 		read -r u1 s1 < <(ticks)
 		read -r v1 n1 < <(switches)
 		read -r i1 w1 a1 < <(cpu0)
@@ -97,10 +98,10 @@ if [ "$ROUNDS" -gt 1 ]; then
 	done
 fi
 echo
-# Creates are traced at 64 connections, as loaded: how many share a batch's
-# write and sync depends on it.
+# Creates are traced at CONNS connections, as loaded: how many share a
+# batch's write and sync depends on it.
 traced=8
-[ "$MODE" = list ] || traced=64
+[ "$MODE" = list ] || traced=$CONNS
 echo "system calls per answer (strace -c -f, $traced connections for 3 s):"
 for who in $contestants; do
 	start "$who"
