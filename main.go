@@ -410,7 +410,7 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener, store Store, 
 		return err
 	case <-ctx.Done():
 	}
-	if err := drain(ctx, srv, stop, serveErr, log); err != nil {
+	if err := drain(ctx, srv, conns, stop, serveErr, log); err != nil {
 		return err
 	}
 	grace := stop.grace
@@ -461,8 +461,10 @@ func finishInFlight(ctx context.Context, conns *connlimit.Limiter) {
 // draining"): HTTP/1.1 answers carry Connection: close at once (see
 // closeWhileDraining), and once the busy connections have had time to end
 // that way, HTTP/2 connections get GOAWAY when their streams are done and
-// the connections still idle are closed.
-func drain(ctx context.Context, srv *http.Server, stop stopping, serveErr <-chan error, log *slog.Logger) error {
+// the connections still idle are closed: not while a request has come on
+// one of them and waits to be read (by a server short of CPU, say), which
+// closing it would lose.
+func drain(ctx context.Context, srv *http.Server, conns *connlimit.Limiter, stop stopping, serveErr <-chan error, log *slog.Logger) error {
 	stop.ready.draining.Store(true)
 	if stop.delay <= 0 {
 		return nil
@@ -479,6 +481,10 @@ func drain(ctx context.Context, srv *http.Server, stop stopping, serveErr <-chan
 	for {
 		select {
 		case <-goAway.C:
+			if conns.Arriving() > 0 {
+				goAway.Reset(5 * time.Millisecond)
+				continue
+			}
 			srv.SetKeepAlivesEnabled(false)
 			continue
 		case <-delay.C:

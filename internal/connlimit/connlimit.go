@@ -443,14 +443,55 @@ func (l *Limiter) StopAccepting() {
 }
 
 // InFlight returns how many open connections have a request under way: in
-// it, or begun (its headers or TLS handshake). Idle ones, and new ones that
-// have sent nothing, have none.
+// it, begun (its headers or TLS handshake), or come and not yet read (see
+// Arriving). Idle ones, and new ones that have sent nothing, have none.
 func (l *Limiter) InFlight() int {
+	busy, idle := l.snapshot()
+	return busy + arriving(idle, func(*trackedConn) bool { return true })
+}
+
+// Arriving returns how many connections the server holds idle between two
+// requests have a request arriving: its first bytes read, or waiting in
+// the socket for a server short of CPU to read them. net/http closes the
+// connections it holds idle when keep-alives are turned off, and would
+// close these under their requests. New connections that have sent
+// nothing yet count only from 5 s after their accept, when net/http takes
+// them for idle too.
+func (l *Limiter) Arriving() int {
+	_, idle := l.snapshot()
+	now := l.now()
+	return arriving(idle, func(c *trackedConn) bool {
+		return c.protocolKnown.Load() || now-c.idleSince.Load() >= int64(newTakenForIdle)
+	})
+}
+
+// newTakenForIdle is how long net/http lets a new connection send nothing
+// before it counts it as idle, to close when keep-alives are turned off.
+const newTakenForIdle = 5 * time.Second
+
+// snapshot returns how many open connections are not idle, and the idle
+// ones (new ones included), looked at under mu.
+func (l *Limiter) snapshot() (busy int, idle []*trackedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
 	for _, c := range l.conns {
-		if c.idleSince.Load() == 0 || c.pending.Load() {
+		if c.idleSince.Load() == 0 {
+			busy++
+		} else {
+			idle = append(idle, c)
+		}
+	}
+	return busy, idle
+}
+
+// arriving counts the connections of idle for which counts holds and a
+// request has begun, or has come and waits unread in the socket. The
+// sockets are peeked at without mu held: a connection closed meanwhile
+// has nothing unread.
+func arriving(idle []*trackedConn, counts func(*trackedConn) bool) int {
+	n := 0
+	for _, c := range idle {
+		if counts(c) && (c.pending.Load() || unread(c.Conn)) {
 			n++
 		}
 	}

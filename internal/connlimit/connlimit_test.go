@@ -189,3 +189,56 @@ func TestLimiterClosesOldestPending(t *testing.T) {
 		}
 	}
 }
+
+// A connection held idle to which a request has come counts as arriving
+// (and in flight) from the moment its bytes wait in the socket, before the
+// server reads them, until its headers are read; a new connection only
+// once net/http would take it for idle.
+func TestLimiterArriving(t *testing.T) {
+	t.Parallel()
+	h := newLimiterHarness(t, 10)
+	client, server := h.dial(t)
+	h.lim.ConnState(server, http.StateNew)
+	h.lim.ConnState(server, http.StateActive)
+	h.lim.ConnState(server, http.StateIdle) // between two requests
+	if n := h.lim.Arriving(); n != 0 {
+		t.Fatalf("Arriving with nothing sent: %d", n)
+	}
+	if n := h.lim.InFlight(); n != 0 {
+		t.Fatalf("InFlight with nothing sent: %d", n)
+	}
+	io.WriteString(client, "GET / HTTP/1.1\r\n")
+	if !eventually(func() bool { return h.lim.Arriving() == 1 }) {
+		t.Fatalf("a request waiting unread: Arriving %d, want 1", h.lim.Arriving())
+	}
+	if n := h.lim.InFlight(); n != 1 {
+		t.Errorf("a request waiting unread: InFlight %d, want 1", n)
+	}
+	if _, err := server.Read(make([]byte, 8)); err != nil { // its first bytes read, not all
+		t.Fatal(err)
+	}
+	if n := h.lim.Arriving(); n != 1 {
+		t.Errorf("a request begun: Arriving %d, want 1", n)
+	}
+	h.lim.ConnState(server, http.StateActive) // its headers read
+	if n := h.lim.Arriving(); n != 0 {
+		t.Errorf("a request being served: Arriving %d, want 0", n)
+	}
+	if n := h.lim.InFlight(); n != 1 {
+		t.Errorf("a request being served: InFlight %d, want 1", n)
+	}
+
+	fresh, freshServer := h.dial(t)
+	h.lim.ConnState(freshServer, http.StateNew)
+	io.WriteString(fresh, "GET / HTTP/1.1\r\n")
+	if !eventually(func() bool { return h.lim.InFlight() == 2 }) {
+		t.Fatalf("a first request waiting unread: InFlight %d, want 2", h.lim.InFlight())
+	}
+	if n := h.lim.Arriving(); n != 0 {
+		t.Errorf("a new connection's first request: Arriving %d, want 0 (net/http does not close it)", n)
+	}
+	tracked(freshServer).idleSince.Add(-int64(newTakenForIdle)) // accepted 5 s earlier
+	if n := h.lim.Arriving(); n != 1 {
+		t.Errorf("a connection new for 5 s with a request waiting: Arriving %d, want 1", n)
+	}
+}
