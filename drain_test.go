@@ -49,11 +49,7 @@ func TestDrainWaitsForArrivingRequests(t *testing.T) {
 		conns.ConnState(server, state)
 	}
 	io.WriteString(client, "GET / HTTP/1.1\r\nHost: petstore\r\n\r\n")
-	for deadline := time.Now().Add(5 * time.Second); conns.Arriving() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the unread request is not counted as arriving")
-		}
-	}
+	waitFor(t, "the unread request to count as arriving", func() bool { return conns.Arriving() > 0 })
 
 	drainFor := func(delay time.Duration) {
 		t.Helper()
